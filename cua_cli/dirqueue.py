@@ -1,0 +1,216 @@
+"""A directory queue of (task, sample) pairs, safe across processes and hosts.
+
+    pending/  claimed/  done/  failed/   one JSON file per pair, named by pair_key
+
+A pair lives in exactly one folder. Every state change happens under one
+file lock and is an atomic rename, so N claimers on a shared file system
+never take the same pair. A claim carries a lease (owner host, pid, token);
+its heartbeat is the claim file's mtime. A claim whose heartbeat is older than
+the lease TTL, or whose owner process on this host is gone, goes back to
+pending.
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+from filelock import FileLock
+
+from .jsonl import append_line, read_from
+from .names import pair_key
+
+STATES = ("pending", "claimed", "done", "failed")
+HOST = socket.gethostname()
+
+
+def _write_atomic(path: Path, obj) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False))
+    os.replace(tmp, path)
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+class DirQueue:
+    def __init__(self, root, scheduled_path, episodes_path, max_attempts: int = 3, lease_ttl: float = 60.0):
+        self.root = Path(root)
+        self.scheduled_path = Path(scheduled_path)
+        self.episodes_path = Path(episodes_path)
+        self.max_attempts = max_attempts
+        self.lease_ttl = lease_ttl
+        for state in STATES:
+            (self.root / state).mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.root / ".lock"))
+        self._scheduled: set[tuple[str, int]] = set()
+        self._scheduled_offset = 0
+        self._held: dict[str, str] = {}  # key -> lease token of claims held by this process
+        self._held_lock = threading.Lock()
+
+    def _path(self, state: str, key: str) -> Path:
+        return self.root / state / f"{key}.json"
+
+    def _state_of(self, key: str):
+        for state in STATES:
+            if self._path(state, key).exists():
+                return state
+        return None
+
+    def _refresh_scheduled(self) -> None:
+        rows, self._scheduled_offset = read_from(self.scheduled_path, self._scheduled_offset, warn=False)
+        self._scheduled.update((r["task_id"], r["sample"]) for r in rows)
+
+    def _schedule(self, item: dict) -> None:
+        """Append the pair to scheduled.jsonl once (call under the lock)."""
+        self._refresh_scheduled()
+        pair = (item["task_id"], item["sample"])
+        if pair not in self._scheduled:
+            append_line(self.scheduled_path, {"task_id": item["task_id"], "domain": item.get("domain"),
+                                              "sample": item["sample"]})
+            self._scheduled.add(pair)
+
+    def enqueue(self, tasks: list[dict], samples: int) -> int:
+        """Queue every (task, sample) not queued before; returns how many were new."""
+        added = 0
+        with self._lock:
+            for task in tasks:
+                for sample in range(samples):
+                    key = pair_key(task["task_id"], sample)
+                    if self._state_of(key) is not None:
+                        continue
+                    item = dict(task, sample=sample, attempt=0, errors=0)
+                    # Scheduled first: a crash in between must not shrink the denominator.
+                    self._schedule(item)
+                    _write_atomic(self._path("pending", key), item)
+                    added += 1
+        return added
+
+    def claim(self):
+        """Take one pending pair, or None. The caller must finish() or release() it."""
+        with self._lock:
+            for entry in sorted(os.scandir(self.root / "pending"), key=lambda e: e.name):
+                if not entry.name.endswith(".json") or entry.name.startswith("."):
+                    continue
+                key = entry.name[:-5]
+                try:
+                    item = json.loads(Path(entry.path).read_text())
+                    if not isinstance(item.get("task_id"), str):
+                        raise ValueError("no task_id")
+                except (OSError, ValueError) as e:
+                    # A dropped file we cannot read must not block the queue or vanish.
+                    os.replace(entry.path, self._path("failed", key))
+                    append_line(self.root / "rejected.jsonl", {"file": entry.name, "error": str(e)})
+                    continue
+                item.setdefault("sample", 0)
+                item.setdefault("attempt", 0)
+                item.setdefault("errors", 0)
+                self._schedule(item)  # files dropped in by other processes count too
+                token = uuid.uuid4().hex
+                item["lease"] = {"host": HOST, "pid": os.getpid(), "token": token, "claimed_at": time.time()}
+                os.replace(entry.path, self._path("claimed", key))
+                _write_atomic(self._path("claimed", key), item)
+                with self._held_lock:
+                    self._held[key] = token
+                item["key"] = key
+                return item
+        return None
+
+    def _still_ours(self, key: str, token: str) -> bool:
+        try:
+            lease = json.loads(self._path("claimed", key).read_text()).get("lease", {})
+        except (OSError, ValueError):
+            return False
+        return lease.get("token") == token
+
+    def finish(self, item: dict, record: dict, retry: bool = False, count_error: bool = True) -> str:
+        """Record an attempt's episode line and move its pair on.
+
+        retry=False: the pair is done. retry=True: back to pending with
+        attempt+1 (to failed/ once `max_attempts` errors were counted). The
+        episode line is written even if the lease was lost meanwhile: a
+        finished attempt is never thrown away. Returns the new state.
+        """
+        key = item["key"]
+        with self._held_lock:
+            token = self._held.pop(key, None)
+        with self._lock:
+            append_line(self.episodes_path, record)
+            if token is None or not self._still_ours(key, token):
+                return "lost"
+            nxt = {k: v for k, v in item.items() if k not in ("lease", "key")}
+            if not retry:
+                state = "done"
+            else:
+                nxt["attempt"] += 1
+                nxt["errors"] += int(count_error)
+                state = "failed" if nxt["errors"] >= self.max_attempts else "pending"
+            _write_atomic(self._path(state, key), nxt)
+            os.remove(self._path("claimed", key))
+            return state
+
+    def heartbeat(self) -> None:
+        """Renew the leases this process holds (their mtime is the heartbeat)."""
+        with self._held_lock:
+            keys = list(self._held)
+        for key in keys:
+            try:
+                os.utime(self._path("claimed", key))
+            except FileNotFoundError:
+                pass
+
+    def reclaim(self, dead_pids=(), count_error: bool = True) -> int:
+        """Return expired claims to pending; returns how many.
+
+        A claim is expired when its heartbeat is older than the lease TTL, or
+        when its owner is on this host and that process is gone (or listed in
+        `dead_pids`). The lost attempt counts as an infrastructure error
+        unless `count_error` is False (we killed the runner ourselves).
+        """
+        now = time.time()
+        n = 0
+        with self._lock:
+            for entry in list(os.scandir(self.root / "claimed")):
+                if not entry.name.endswith(".json") or entry.name.startswith("."):
+                    continue
+                try:
+                    age = now - entry.stat().st_mtime
+                    item = json.loads(Path(entry.path).read_text())
+                except (OSError, ValueError):
+                    continue
+                lease = item.pop("lease", {})
+                local = lease.get("host") == HOST
+                pid = lease.get("pid", -1)
+                if not (age > self.lease_ttl or (local and (pid in dead_pids or _pid_gone(pid)))):
+                    continue
+                item["attempt"] += 1
+                item["errors"] += int(count_error)
+                state = "failed" if item["errors"] >= self.max_attempts else "pending"
+                if state == "failed":
+                    # The pair ends here: leave an honest line rather than nothing.
+                    append_line(self.episodes_path, {
+                        "task_id": item["task_id"], "domain": item.get("domain"), "sample": item["sample"],
+                        "attempt": item["attempt"] - 1, "outcome": "error", "reward": None, "score": None,
+                        "steps": 0, "stop_reason": "runner_lost", "duration_s": 0.0,
+                        "error": f"runner {lease.get('host')}:{pid} stopped renewing its claim", "traj": None})
+                _write_atomic(self._path(state, entry.name[:-5]), item)
+                os.remove(entry.path)
+                n += 1
+        return n
+
+    def idle(self) -> bool:
+        """Nothing pending and nothing claimed: no pair can come back."""
+        c = self.counts()
+        return c["pending"] == 0 and c["claimed"] == 0
+
+    def counts(self) -> dict:
+        return {s: sum(1 for e in os.scandir(self.root / s) if e.name.endswith(".json") and not e.name.startswith("."))
+                for s in STATES}

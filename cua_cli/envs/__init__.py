@@ -1,0 +1,1 @@
+"""Clients for environment protocols."""

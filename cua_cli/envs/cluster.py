@@ -1,0 +1,105 @@
+"""Client of the env-cluster protocol (DART's env service, and `cua env-server`).
+
+One EnvCluster is shared by a process's runner threads; each episode gets
+its own EnvSession. Requests go through a per-thread HTTP session so
+connections are kept alive.
+"""
+
+import threading
+import time
+from dataclasses import dataclass
+
+import requests
+
+from ..retry import InfraError, Stopped, with_retries
+
+
+@dataclass
+class EnvSettings:
+    url: str
+    token: str | None = None
+    os: str = "linux"
+    timeout_s: float = 60.0
+    retries: int = 3
+    allocate_wait_s: float = 300.0
+
+
+class EnvCluster:
+    def __init__(self, settings: EnvSettings):
+        self.s = settings
+        self.base = settings.url.rstrip("/")
+        self._local = threading.local()
+
+    def _http(self) -> requests.Session:
+        if not hasattr(self._local, "http"):
+            http = requests.Session()
+            if self.s.token:
+                http.headers["Authorization"] = f"Bearer {self.s.token}"
+            self._local.http = http
+        return self._local.http
+
+    def _post(self, path: str, body, timeout: float) -> requests.Response:
+        r = self._http().post(f"{self.base}{path}", json=body, timeout=timeout)
+        r.raise_for_status()
+        return r
+
+    def allocate(self, task_id: str, config: dict, should_stop, timeout: float) -> "EnvSession":
+        """Lock an env for the task, waiting while the cluster is full (HTTP 503)."""
+        deadline = time.monotonic() + self.s.allocate_wait_s
+        body = {"task_id": task_id, "os": self.s.os, "config": config}
+        delay = 0.5
+        while True:
+            try:
+                data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, timeout)),
+                                    self.s.retries, "allocate env", should_stop)
+                return EnvSession(self, str(data["server_id"]), data)
+            except InfraError as e:
+                cause = e.__cause__
+                full = isinstance(cause, requests.HTTPError) and cause.response.status_code == 503
+                if not full or time.monotonic() > deadline:
+                    raise
+            if should_stop():
+                raise Stopped()
+            time.sleep(delay)
+            delay = min(delay * 1.5, 5.0)
+
+
+class EnvSession:
+    """One allocated env: screenshot, act, evaluate, release."""
+
+    def __init__(self, cluster: EnvCluster, server_id: str, data: dict):
+        self.c = cluster
+        self.server_id = server_id
+        self.data = data
+        self.instruction = data.get("instruction")
+
+    def _call(self, what: str, path: str, body, timeout: float, should_stop, retries=None) -> requests.Response:
+        retries = self.c.s.retries if retries is None else retries
+        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, timeout),
+                            retries, what, should_stop)
+
+    def screenshot(self, timeout: float, should_stop) -> bytes:
+        r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, timeout, should_stop)
+        if not r.content.startswith(b"\x89PNG"):
+            raise InfraError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
+        return r.content
+
+    def execute(self, command: str, timeout: float, should_stop) -> dict:
+        # Not retried: repeating a click that may have landed would change the episode.
+        return _data(self._call("execute", "/server/execute", {"action": command}, timeout, should_stop, retries=0))
+
+    def evaluate(self, evaluator: dict, timeout: float, should_stop) -> dict:
+        return _data(self._call("evaluate", "/server/evaluate", evaluator, timeout, should_stop))
+
+    def release(self, timeout: float) -> None:
+        self._call("release", "/server/release", {}, timeout, lambda: False)
+
+
+def _data(r: requests.Response):
+    try:
+        payload = r.json()
+    except ValueError:
+        raise InfraError(f"{r.request.method} {r.url}: answer is not JSON: {r.text[:200]!r}") from None
+    if not isinstance(payload, dict) or "data" not in payload:
+        raise InfraError(f"{r.request.method} {r.url}: answer has no 'data': {str(payload)[:200]}")
+    return payload["data"]

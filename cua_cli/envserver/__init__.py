@@ -1,0 +1,1 @@
+"""Built-in env server: real MiniWoB++ tasks behind the env-cluster HTTP protocol."""

@@ -1,0 +1,345 @@
+"""HTTP server speaking the env-cluster protocol, backed by MiniWoB browsers.
+
+POST /server/getAvailableAndLock   {"task_id", "os", "config": {"miniwob", "seed"}}
+POST /server/execute/{id}          {"action": "screenshot" | "WAIT" | "DONE" | "FAIL" | <pyautogui code>}
+POST /server/evaluate/{id}         (evaluator object, ignored)
+POST /server/release/{id}
+GET  /server/list
+Responses are {"data": ...} or {"error": message}; screenshots are raw PNG.
+"""
+
+import hmac
+import json
+import logging
+import os
+import re
+import signal
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from cua_cli.envserver.miniwob_backend import DEFAULT_EPISODE_MAX_TIME, MiniWobBrowser, check_task
+from cua_cli.envserver.pyautogui_subset import DisallowedCode, parse_code
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1 << 20
+MAX_EPISODE_TIME = 3600.0  # seconds
+SESSION_PATH = re.compile(r"^/server/(execute|evaluate|release)/([^/]+)$")
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Session:
+    server_id: str
+    task_id: Any
+    env: str
+    browser: MiniWobBrowser
+    created_at: float = field(default_factory=time.time)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # selenium is not thread-safe
+    released: bool = False
+
+
+def _close_quietly(browser: MiniWobBrowser) -> None:
+    try:
+        browser.close()
+    except Exception as e:  # a dead browser cannot be closed twice; nothing else to do
+        log.warning("closing browser failed: %s", e)
+
+
+class EnvPool:
+    """At most max_envs browsers: busy ones belong to a session; released ones
+    stay idle and are reused by the next allocation (a launch costs ~1 s)."""
+
+    def __init__(self, max_envs: int):
+        if max_envs < 1:
+            raise ValueError("max_envs must be at least 1")
+        self.max_envs = max_envs
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._idle: list[MiniWobBrowser] = []
+        self._starting = 0  # allocations whose browser is being launched or reset
+        self._closed = False
+
+    def allocate(self, task_id: Any, task: str, seed: int, episode_max_time: float) -> tuple[Session, str]:
+        check_task(task)
+        with self._lock:
+            if self._closed:
+                raise HTTPError(503, "env server is shutting down")
+            if len(self._sessions) + self._starting >= self.max_envs:
+                raise HTTPError(503, f"all {self.max_envs} envs busy")
+            # Prefer a browser already showing this task: no page load needed.
+            browser = next((b for b in self._idle if b.task == task), None)
+            browser = browser or (self._idle[-1] if self._idle else None)
+            if browser:
+                self._idle.remove(browser)
+            self._starting += 1
+        try:
+            browser = browser or MiniWobBrowser()
+            instruction = browser.reset(task, seed, episode_max_time)
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            if browser:
+                _close_quietly(browser)
+            raise
+        session = Session(uuid.uuid4().hex, task_id, f"miniwob/{task}", browser)
+        with self._lock:
+            self._starting -= 1
+            closed = self._closed
+            if not closed:
+                self._sessions[session.server_id] = session
+        if closed:
+            _close_quietly(browser)
+            raise HTTPError(503, "env server is shutting down")
+        return session, instruction
+
+    def use(self, server_id: str, action: Callable[[MiniWobBrowser], Any]) -> Any:
+        """Run action(browser) while holding the session's lock."""
+        session = self._get(server_id)
+        with session.lock:
+            if session.released:
+                raise HTTPError(404, f"unknown server id {server_id!r}")
+            return action(session.browser)
+
+    def release(self, server_id: str) -> None:
+        session = self._get(server_id)
+        with session.lock:  # waits for an in-flight action to finish
+            if session.released:
+                raise HTTPError(404, f"unknown server id {server_id!r}")
+            session.released = True
+            try:
+                session.browser.stop()
+                reusable = True
+            except Exception:  # crashed browser: do not reuse
+                reusable = False
+        with self._lock:
+            del self._sessions[server_id]
+            if reusable and not self._closed:
+                self._idle.append(session.browser)
+                return
+        _close_quietly(session.browser)
+
+    def list(self) -> list[dict]:
+        with self._lock:
+            sessions = list(self._sessions.values())
+        return [
+            {"server_id": s.server_id, "created_at": s.created_at, "task_id": s.task_id, "env": s.env}
+            for s in sessions
+            if not s.released
+        ]
+
+    def close_all(self) -> None:
+        """Quit every browser, busy or idle; later allocations get 503."""
+        with self._lock:
+            self._closed = True
+            browsers = [s.browser for s in self._sessions.values()] + self._idle
+            self._sessions.clear()
+            self._idle.clear()
+        for browser in browsers:
+            _close_quietly(browser)
+
+    def _get(self, server_id: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(server_id)
+        if session is None:
+            raise HTTPError(404, f"unknown server id {server_id!r}")
+        return session
+
+
+class EnvServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], pool: EnvPool, token: str, verbose: bool):
+        self.pool = pool
+        self.token = token
+        self.verbose = verbose
+        super().__init__(address, Handler)
+
+    def close_all(self) -> None:
+        self.pool.close_all()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; every response has Content-Length
+    timeout = 300  # drop idle keep-alive connections eventually
+    server: EnvServer
+
+    def do_GET(self):
+        self._handle("GET")
+
+    def do_POST(self):
+        self._handle("POST")
+
+    def log_message(self, format, *args):
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def _handle(self, method: str) -> None:
+        try:
+            body = self._read_body()  # read first so the connection stays usable on errors
+            self._authorize()
+            result = self._route(method, self.path.split("?", 1)[0], body)
+            if isinstance(result, bytes):
+                self._send(200, result, "image/png")
+            else:
+                self._send_json(200, {"data": result})
+        except HTTPError as e:
+            self._send_json(e.status, {"error": str(e)})
+        except (DisallowedCode, ValueError) as e:
+            self._send_json(400, {"error": str(e)})
+        except Exception as e:
+            log.exception("%s %s failed", method, self.path)
+            first_line = (str(e).strip().splitlines() or [""])[0]
+            self._send_json(500, {"error": f"{type(e).__name__}: {first_line}"})
+
+    def _route(self, method: str, path: str, body: Any) -> Any:
+        pool = self.server.pool
+        if path == "/server/list":
+            self._expect(method, "GET")
+            return pool.list()
+        if path == "/server/getAvailableAndLock":
+            self._expect(method, "POST")
+            return self._allocate(body)
+        match = SESSION_PATH.match(path)
+        if not match:
+            raise HTTPError(404, f"no such endpoint {path}")
+        self._expect(method, "POST")
+        call, server_id = match.groups()
+        if call == "execute":
+            return self._execute(server_id, body)
+        if call == "evaluate":
+            done, reward = pool.use(server_id, lambda b: b.status())
+            reward = reward if done else 0.0
+            return {"result": 1.0 if reward > 0 else 0.0, "reward": reward}
+        pool.release(server_id)
+        return {"released": server_id}
+
+    def _allocate(self, body: Any) -> dict:
+        config = body.get("config") if isinstance(body, dict) else None
+        if not isinstance(config, dict) or not isinstance(config.get("miniwob"), str):
+            raise HTTPError(400, 'config must be {"miniwob": "<task name>", "seed": <int>}')
+        task, seed = config["miniwob"], config.get("seed", 0)
+        max_time = config.get("episode_max_time", DEFAULT_EPISODE_MAX_TIME)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise HTTPError(400, f"seed must be an integer, got {seed!r}")
+        if not isinstance(max_time, (int, float)) or not 0 < max_time <= MAX_EPISODE_TIME:
+            raise HTTPError(400, f"episode_max_time must be in (0, {MAX_EPISODE_TIME:g}] seconds")
+        session, instruction = self.server.pool.allocate(body.get("task_id"), task, seed, float(max_time))
+        return {
+            "server_id": session.server_id,
+            "instruction": instruction,
+            "env": session.env,
+            "seed": seed,
+            "screen": {"width": MiniWobBrowser.width, "height": MiniWobBrowser.height},
+        }
+
+    def _execute(self, server_id: str, body: Any) -> Any:
+        action = body.get("action") if isinstance(body, dict) else None
+        if not isinstance(action, str):
+            raise HTTPError(400, 'body must be {"action": "<screenshot | WAIT | DONE | FAIL | code>"}')
+        pool = self.server.pool
+        action = action.strip()
+        if action == "screenshot":
+            return pool.use(server_id, lambda b: b.screenshot_png())
+        if action == "WAIT":
+            pool.use(server_id, lambda b: None)  # 404 before sleeping
+            time.sleep(1.0)
+            commands = []
+        elif action in ("DONE", "FAIL"):
+            commands = []
+        else:
+            commands = parse_code(action)
+
+        def run(browser: MiniWobBrowser) -> tuple[bool, float]:
+            browser.perform(commands)
+            return browser.status()
+
+        done, reward = pool.use(server_id, run)
+        return {"done": done, "reward": reward}
+
+    def _read_body(self) -> Any:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.close_connection = True
+            raise HTTPError(411, "send a Content-Length, not a chunked body")
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise HTTPError(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        raw = self.rfile.read(length) if length else b""
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise HTTPError(400, "body is not valid JSON") from None
+
+    def _authorize(self) -> None:
+        token = self.server.token
+        if not token:
+            return
+        given = self.headers.get("Authorization", "").strip()
+        if given[:7].lower() == "bearer ":
+            given = given[7:].strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            raise HTTPError(401, "missing or wrong Authorization token")
+
+    @staticmethod
+    def _expect(method: str, allowed: str) -> None:
+        if method != allowed:
+            raise HTTPError(405, f"use {allowed}")
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json")
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def make_server(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_envs: int = 4,
+    token_env: str = "CUA_ENV_TOKEN",
+    verbose: bool = False,
+) -> EnvServer:
+    """Bind the server (not yet serving); port 0 picks a free port (server.server_address[1])."""
+    token = os.environ.get(token_env, "") if token_env else ""
+    return EnvServer((host, port), EnvPool(max_envs), token, verbose)
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_envs: int = 4,
+    token_env: str = "CUA_ENV_TOKEN",
+    verbose: bool = False,
+) -> None:
+    """Serve until SIGTERM/SIGINT, then quit all browsers. Prints the listening URL first."""
+    server = make_server(host, port, max_envs, token_env, verbose)
+
+    def on_signal(signum, frame):
+        # shutdown() waits for serve_forever() to return, so it must run on another thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    print(f"cua env-server listening on http://{host}:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.server_close()
+        server.close_all()

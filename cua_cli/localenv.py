@@ -1,0 +1,65 @@
+"""Starts the built-in env server for a rollout whose config says `env.url: local`."""
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+
+class LocalEnvServer:
+    def __init__(self, max_envs: int, port: int, token_env: str | None, log_path):
+        self.args = [sys.executable, "-m", "cua_cli", "env-server", "--port", str(port),
+                     "--max-envs", str(max_envs)]
+        if token_env:
+            self.args += ["--token-env", token_env]
+        self.log_path = log_path
+        self.proc = None
+        self.url = None
+
+    def start(self, timeout: float = 60.0) -> str:
+        log = open(self.log_path, "ab")
+        # Own session: stopping it takes down the whole group, browsers included.
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline()
+                m = re.search(rb"listening on (http://\S+)", line)
+                if m:
+                    self.url = m.group(1).decode()
+                    return self.url
+            if self.proc.poll() is not None:
+                break
+        self.stop()
+        raise RuntimeError(f"the local env server did not start (see {self.log_path}); "
+                           f"command: {' '.join(self.args)}")
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None and not _group_alive(self.proc.pid):
+            return
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and _group_alive(self.proc.pid):
+                self.proc.poll()
+                time.sleep(0.1)
+            if not _group_alive(self.proc.pid):
+                break
+        self.proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

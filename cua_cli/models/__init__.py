@@ -1,0 +1,36 @@
+"""Model providers: anything that turns a step's prompt into response text.
+
+A provider has `episode(task_id, sample) -> EpisodeModel`, and an
+EpisodeModel has `complete(request) -> Reply`. Per-episode objects let a
+provider stick to one endpoint (prefix cache) or replay one trajectory.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Request:
+    messages: list[dict]
+    step: int
+    width: int
+    height: int
+    should_stop: object = field(default=lambda: False)
+    timeout: float = 120.0
+
+
+@dataclass
+class Reply:
+    text: str
+    endpoint: str | None = None
+
+
+def make_provider(cfg, secrets: dict):
+    """The provider named by `model.provider` in the config."""
+    if cfg.model.provider == "openai":
+        from .openai_chat import OpenAIChat
+        return OpenAIChat(cfg.model, secrets.get("model"))
+    if cfg.model.provider == "random":
+        from .random_actions import RandomActions
+        return RandomActions(cfg.model.seed, cfg.agent.coord_mode)
+    from .replay import Replay
+    return Replay(cfg.resolve_path(cfg.model.replay_run), cfg.agent.coord_mode)

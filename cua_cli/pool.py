@@ -1,0 +1,169 @@
+"""Runner processes, each with one thread per concurrent episode.
+
+Episodes spend their time waiting on HTTP, so threads carry the concurrency
+and processes spread the CPU work (PNG handling, JSON) over the cores: 64
+concurrent episodes need a few processes, not 64. The main process
+supervises: it restarts a runner that died (its claims go back to the queue),
+and turns Ctrl-C into an orderly stop. Signal handlers only set flags.
+"""
+
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+from .agents.uitars import UITarsAgent
+from .config import Config
+from .envs.cluster import EnvCluster, EnvSettings
+from .models import make_provider
+from .redact import Redactor
+from .rundir import RunDir
+from .runner import Episode, Limits
+
+
+@dataclass
+class WorkerSpec:
+    cfg: Config
+    run_path: str
+    env_url: str
+    secrets: dict
+    threads: int
+    watch: bool
+
+
+def worker_main(spec: WorkerSpec, stop) -> None:
+    """One runner process: `spec.threads` episode slots sharing one queue."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides how to stop
+    cfg = spec.cfg
+    run = RunDir.open(spec.run_path)
+    queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+    env = EnvCluster(EnvSettings(spec.env_url, spec.secrets.get("env"), cfg.env.os, cfg.env.timeout_s,
+                                 cfg.env.retries, cfg.env.allocate_wait_s))
+    provider = make_provider(cfg, spec.secrets)
+    agent = UITarsAgent(cfg.agent.coord_mode, cfg.agent.history_images, cfg.agent.language)
+    limits = Limits(cfg.runner.max_steps, cfg.runner.step_timeout_s, cfg.runner.episode_timeout_s,
+                    cfg.agent.parse_retries)
+    redact = Redactor(spec.secrets.values()).text
+    finished = threading.Event()
+    last_reclaim = [0.0]
+    reclaim_lock = threading.Lock()
+
+    def heartbeat():
+        while not finished.wait(cfg.runner.lease_ttl_s / 4):
+            queue.heartbeat()
+
+    def maybe_reclaim():
+        with reclaim_lock:  # one scan per process every few seconds is plenty
+            if time.monotonic() - last_reclaim[0] < min(2.0, cfg.runner.lease_ttl_s / 4):
+                return
+            last_reclaim[0] = time.monotonic()
+        queue.reclaim()
+
+    def slot():
+        while not stop.is_set():
+            item = queue.claim()
+            if item is None:
+                if not spec.watch and queue.idle():
+                    return
+                maybe_reclaim()
+                stop.wait(cfg.runner.poll_s)
+                continue
+            rec = Episode(item, run, env, provider, agent, limits, stop.is_set, redact).run_episode()
+            interrupted = rec["stop_reason"] == "interrupted"
+            queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=not interrupted)
+
+    threading.Thread(target=heartbeat, daemon=True).start()
+    slots = [threading.Thread(target=slot) for _ in range(spec.threads)]
+    for t in slots:
+        t.start()
+    for t in slots:
+        t.join()
+    finished.set()
+
+
+class Pool:
+    """Starts, watches and stops the runner processes of one rollout."""
+
+    MAX_RESTARTS_PER_PROCESS = 3
+
+    def __init__(self, cfg: Config, run: RunDir, env_url: str, secrets: dict, watch: bool):
+        self.ctx = mp.get_context("spawn")  # no inherited threads or locks from the parent
+        self.stop = self.ctx.Event()
+        n = cfg.runner.processes or min(cfg.runner.num_envs, os.cpu_count() or 1)
+        n = min(n, cfg.runner.num_envs)
+        # Spread num_envs exactly: the first processes take one slot more.
+        self.slots = [cfg.runner.num_envs // n + (i < cfg.runner.num_envs % n) for i in range(n)]
+        self.specs = [WorkerSpec(cfg, str(run.path), env_url, secrets, k, watch) for k in self.slots]
+        self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+        self.procs: list = [None] * n
+        self.restarts = 0
+        self.crashed = False
+
+    def _spawn(self, i: int) -> None:
+        p = self.ctx.Process(target=worker_main, args=(self.specs[i], self.stop), name=f"cua-runner-{i}")
+        p.start()
+        self.procs[i] = p
+
+    def start(self) -> None:
+        for i in range(len(self.specs)):
+            self._spawn(i)
+
+    def alive(self) -> bool:
+        return any(p is not None and p.is_alive() for p in self.procs)
+
+    def supervise(self) -> None:
+        """Reap runners that died; restart them while the run goes on."""
+        for i, p in enumerate(self.procs):
+            if p is None or p.is_alive():
+                continue
+            p.join()
+            self.procs[i] = None
+            if p.exitcode == 0:
+                continue
+            self.queue.reclaim(dead_pids={p.pid})
+            if self.stop.is_set():
+                continue
+            if self.restarts >= self.MAX_RESTARTS_PER_PROCESS * len(self.procs):
+                self.crashed = True
+                self.stop.set()
+                continue
+            self.restarts += 1
+            self._spawn(i)
+
+    def request_stop(self) -> None:
+        self.stop.set()
+
+    def kill(self) -> None:
+        """Second Ctrl-C: stop at once. Writes are whole-line or atomic renames, so nothing tears."""
+        self.stop.set()
+        pids = set()
+        for p in self.procs:
+            if p is not None and p.is_alive():
+                pids.add(p.pid)
+                p.kill()
+        for p in self.procs:
+            if p is not None:
+                p.join()
+        self.queue.reclaim(dead_pids=pids, count_error=False)
+
+
+class StopFlags:
+    """SIGINT/SIGTERM handlers that only count; the main loop acts on the count."""
+
+    def __init__(self):
+        self.count = 0
+        self._old = {}
+
+    def _handler(self, signum, frame):
+        self.count += 1
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)

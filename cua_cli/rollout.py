@@ -1,0 +1,72 @@
+"""`cua rollout`: enqueue the config's pairs, run the pool, report.
+
+Also `--resume` (same run folder, finished pairs are kept) and `--watch`
+(keep serving the queue for task files other processes drop in).
+"""
+
+import time
+from dataclasses import dataclass
+
+from .config import Config
+from .localenv import LocalEnvServer
+from .pool import Pool, StopFlags
+from .progress import Progress
+from .redact import Redactor
+from .rundir import RunDir
+from .tasks import load_tasks
+
+
+@dataclass
+class Outcome:
+    run: RunDir
+    summary: dict
+    wall_s: float
+    interrupted: bool
+    crashed: bool
+
+
+def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool = False) -> Outcome:
+    tasks = load_tasks(cfg)
+    redactor = Redactor(secrets.values())
+    if resume:
+        run = RunDir.open(resume)
+    else:
+        run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()))
+    queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+    queue.enqueue([t.to_dict() for t in tasks], cfg.tasks.rollout_n)
+    # Claims left by runners of an earlier, killed invocation on this host come back now.
+    queue.reclaim()
+
+    local = None
+    env_url = cfg.env.url
+    if env_url == "local":
+        local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
+                               run.path / "env-server.log")
+        env_url = local.start()
+    start = time.monotonic()
+    pool = Pool(cfg, run, env_url, secrets, watch)
+    progress = Progress(run.path, queue)
+    stopping = 0
+    try:
+        with StopFlags() as flags:
+            pool.start()
+            while any(p is not None for p in pool.procs):
+                time.sleep(0.25)
+                if flags.count >= 2 and stopping < 2:
+                    stopping = 2
+                    progress.bar.write("second interrupt: stopping now")
+                    pool.kill()
+                    break
+                if flags.count == 1 and stopping == 0:
+                    stopping = 1
+                    progress.bar.write("interrupt: ending running episodes (Ctrl-C again to exit now)")
+                    pool.request_stop()
+                pool.supervise()
+                progress.update()
+            progress.update()
+    finally:
+        progress.close()
+        if local:
+            local.stop()
+    summary = progress.reader.refresh(warn=True).summary()
+    return Outcome(run, summary, time.monotonic() - start, stopping > 0, pool.crashed)

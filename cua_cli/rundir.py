@@ -1,0 +1,75 @@
+"""The run folder (results/<run>/): its layout is a contract, see README."""
+
+import json
+import os
+import platform
+import socket
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import __version__
+from .dirqueue import DirQueue
+from .jsonl import append_line
+from .names import encode_task_id
+
+
+class RunDir:
+    def __init__(self, path):
+        self.path = Path(path)
+        self.run_json = self.path / "run.json"
+        self.scheduled = self.path / "scheduled.jsonl"
+        self.episodes = self.path / "episodes.jsonl"
+
+    @classmethod
+    def create(cls, results_dir, name: str, config: dict) -> "RunDir":
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = Path(results_dir) / f"{encode_task_id(name)}-{stamp}"
+        path, n = base, 1
+        while True:
+            try:
+                path.mkdir(parents=True)
+                break
+            except FileExistsError:
+                n += 1
+                path = base.with_name(f"{base.name}-{n}")
+        run = cls(path)
+        meta = {"run_id": path.name, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "config": config, "cua_version": __version__, "host": socket.gethostname(),
+                "python": platform.python_version(), "argv": sys.argv[1:]}
+        run.run_json.write_text(json.dumps(meta, indent=2) + "\n")
+        return run
+
+    @classmethod
+    def open(cls, path) -> "RunDir":
+        run = cls(path)
+        if not run.run_json.is_file():
+            raise FileNotFoundError(f"{path}: not a cua run folder (no run.json)")
+        return run
+
+    def queue(self, max_attempts: int, lease_ttl: float) -> DirQueue:
+        return DirQueue(self.path / "queue", self.scheduled, self.episodes, max_attempts, lease_ttl)
+
+    def traj_rel(self, task_id: str, sample: int, attempt: int) -> str:
+        return f"trajectories/{encode_task_id(task_id)}/{sample}_{attempt}"
+
+
+class TrajWriter:
+    """Writes one attempt's steps: traj.jsonl plus the screenshots as received."""
+
+    def __init__(self, run: RunDir, rel: str):
+        self.dir = run.path / rel
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def screenshot(self, step: int, png: bytes) -> str:
+        name = f"step_{step:04d}.png"
+        fd = os.open(self.dir / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, png)  # the bytes the env sent: no re-encoding
+        finally:
+            os.close(fd)
+        return name
+
+    def step(self, record: dict) -> None:
+        append_line(self.dir / "traj.jsonl", record)
+

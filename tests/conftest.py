@@ -1,0 +1,25 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CUA = [sys.executable, "-m", "cua_cli"]
+
+
+def run_cua(*args, cwd=ROOT, env=None, timeout=300):
+    """Run the real `cua` command line in a child process."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([*CUA, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def write(tmp_path):
+    def _write(name, text):
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        return p
+    return _write

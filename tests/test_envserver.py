@@ -1,0 +1,201 @@
+"""End-to-end tests: real Chromium, real HTTP on 127.0.0.1."""
+
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+import requests
+from PIL import Image
+
+from cua_cli.envserver.server import make_server
+
+UNSET_TOKEN_ENV = "CUA_TEST_TOKEN_NEVER_SET"
+
+
+def start(**kwargs):
+    server = make_server(port=0, **kwargs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def stop(server):
+    server.shutdown()
+    server.server_close()
+    server.close_all()
+
+
+@pytest.fixture(scope="module")
+def env():
+    server, url = start(max_envs=2, token_env=UNSET_TOKEN_ENV)
+    http = requests.Session()  # keep-alive across calls
+    yield server, url, http
+    http.close()
+    stop(server)
+
+
+def allocate(url, http, task, seed, **config):
+    r = http.post(f"{url}/server/getAvailableAndLock",
+                  json={"task_id": f"t-{task}", "os": "miniwob",
+                        "config": {"miniwob": task, "seed": seed, **config}})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]
+
+
+def execute(url, http, server_id, action):
+    return http.post(f"{url}/server/execute/{server_id}", json={"action": action})
+
+
+def evaluate(url, http, server_id):
+    r = http.post(f"{url}/server/evaluate/{server_id}", json={"func": "ignored"})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]
+
+
+def center(server, server_id, selector):
+    """Centre of a page element, in screenshot pixels (read from the real DOM)."""
+    js = ("var r = document.querySelector(arguments[0]).getBoundingClientRect();"
+          "return [r.x + r.width / 2, r.y + r.height / 2];")
+    return server.pool.use(server_id, lambda b: b.driver.execute_script(js, selector))
+
+
+def release(url, http, server_id):
+    r = http.post(f"{url}/server/release/{server_id}")
+    assert r.status_code == 200 and r.json() == {"data": {"released": server_id}}
+
+
+def test_click_right_button_succeeds(env):
+    server, url, http = env
+    data = allocate(url, http, "click-test-2", 0)
+    sid = data["server_id"]
+    assert data["instruction"] == "Click button ONE."
+
+    shot = execute(url, http, sid, "screenshot")
+    assert shot.status_code == 200 and shot.headers["Content-Type"] == "image/png"
+    assert Image.open(io.BytesIO(shot.content)).size == (160, 210)
+
+    listed = http.get(f"{url}/server/list").json()["data"]
+    assert {"server_id": sid, "task_id": "t-click-test-2", "env": "miniwob/click-test-2"}.items() \
+        <= next(s for s in listed if s["server_id"] == sid).items()
+
+    x, y = center(server, sid, "#subbtn")  # the button the instruction names
+    r = execute(url, http, sid, f"import pyautogui\npyautogui.click({x}, {y})")
+    assert r.json() == {"data": {"done": True, "reward": 1.0}}
+    assert evaluate(url, http, sid) == {"result": 1.0, "reward": 1.0}
+    release(url, http, sid)
+    assert sid not in [s["server_id"] for s in http.get(f"{url}/server/list").json()["data"]]
+
+
+def test_empty_then_wrong_click_fails(env):
+    server, url, http = env
+    sid = allocate(url, http, "click-test-2", 1)["server_id"]
+    r = execute(url, http, sid, "pyautogui.click(80, 20)")  # on the instruction text
+    assert r.json() == {"data": {"done": False, "reward": 0.0}}
+    assert evaluate(url, http, sid) == {"result": 0.0, "reward": 0.0}
+
+    x, y = center(server, sid, "#subbtn2")
+    assert execute(url, http, sid, f"pyautogui.click({x}, {y})").json()["data"]["done"] is True
+    assert evaluate(url, http, sid) == {"result": 0.0, "reward": -1.0}
+    # Clicking after the episode ended must not start a new one.
+    x, y = center(server, sid, "#subbtn")
+    assert execute(url, http, sid, f"pyautogui.click({x}, {y})").json()["data"] == {"done": True, "reward": -1.0}
+    release(url, http, sid)
+
+
+def test_enter_text(env):
+    server, url, http = env
+    data = allocate(url, http, "enter-text", 3)
+    sid = data["server_id"]
+    word = re.search(r'"(.+)"', data["instruction"]).group(1)
+    (fx, fy), (sx, sy) = center(server, sid, "#tt"), center(server, sid, "#subbtn")
+    code = (f"pyautogui.click({fx}, {fy})\npyautogui.write('junk')\n"
+            f"pyautogui.hotkey('ctrl', 'a')\npyautogui.press('backspace')\n"
+            f"pyautogui.write({word!r})\npyautogui.click({sx}, {sy})")
+    assert execute(url, http, sid, code).json()["data"]["done"] is True
+    assert evaluate(url, http, sid)["result"] == 1.0
+    release(url, http, sid)
+
+
+def test_drag(env):
+    server, url, http = env
+    sid = allocate(url, http, "drag-box", 5)["server_id"]
+    (ax, ay), (bx, by) = center(server, sid, "#draggableSmall"), center(server, sid, "#draggableLarge")
+    sx, sy = center(server, sid, "#subbtn")
+    code = f"pyautogui.moveTo({ax}, {ay})\npyautogui.dragTo({bx}, {by}, duration=0.2)\npyautogui.click({sx}, {sy})"
+    assert execute(url, http, sid, code).json()["data"] == {"done": True, "reward": 1.0}
+    release(url, http, sid)
+
+
+def test_bad_requests(env):
+    server, url, http = env
+    sid = allocate(url, http, "click-test", 0)["server_id"]
+
+    r = execute(url, http, sid, "import os\nos.system('true')")
+    assert r.status_code == 400 and "import os" in r.json()["error"]
+    r = execute(url, http, sid, "__import__('os').system('x')")
+    assert r.status_code == 400 and "__import__" in r.json()["error"]
+    assert execute(url, http, sid, "DONE").json() == {"data": {"done": False, "reward": 0.0}}
+    assert execute(url, http, sid, "WAIT").status_code == 200
+    r = http.post(f"{url}/server/execute/{sid}", json={"nothing": 1})
+    assert r.status_code == 400
+
+    for call in ("execute", "evaluate", "release"):
+        r = http.post(f"{url}/server/{call}/nope", json={"action": "screenshot"})
+        assert r.status_code == 404 and "nope" in r.json()["error"]
+    assert http.get(f"{url}/server/nothing").status_code == 404
+    r = http.post(f"{url}/server/getAvailableAndLock", json={"config": {"miniwob": "no-such-task", "seed": 0}})
+    assert r.status_code == 400 and "no-such-task" in r.json()["error"]
+    r = http.post(f"{url}/server/getAvailableAndLock", json={"config": {"miniwob": "click-test", "seed": "x"}})
+    assert r.status_code == 400
+
+    release(url, http, sid)
+    assert http.post(f"{url}/server/release/{sid}").status_code == 404
+
+
+def test_capacity():
+    server, url = start(max_envs=1, token_env=UNSET_TOKEN_ENV)
+    try:
+        http = requests.Session()
+        sid = allocate(url, http, "click-test", 0)["server_id"]
+        r = http.post(f"{url}/server/getAvailableAndLock", json={"config": {"miniwob": "click-test", "seed": 1}})
+        assert r.status_code == 503 and "all 1 envs busy" in r.json()["error"]
+        release(url, http, sid)
+        sid = allocate(url, http, "click-test-2", 1)["server_id"]  # reuses the idle browser
+        assert execute(url, http, sid, "screenshot").status_code == 200
+        release(url, http, sid)
+    finally:
+        stop(server)
+
+
+def test_token(monkeypatch):
+    monkeypatch.setenv("CUA_TEST_TOKEN", "tok")
+    server, url = start(token_env="CUA_TEST_TOKEN")
+    try:
+        assert requests.get(f"{url}/server/list").status_code == 401
+        assert requests.get(f"{url}/server/list", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert requests.get(f"{url}/server/list", headers={"Authorization": "Bearer tok"}).json() == {"data": []}
+        assert requests.get(f"{url}/server/list", headers={"Authorization": "tok"}).status_code == 200
+    finally:
+        stop(server)
+
+
+def test_serve_prints_port_and_stops_on_sigterm():
+    env = {k: v for k, v in os.environ.items() if k != "CUA_ENV_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from cua_cli.envserver.server import serve; serve(port=0)"],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        line = proc.stdout.readline()
+        match = re.fullmatch(r"cua env-server listening on (http://127\.0\.0\.1:\d+)\n", line)
+        assert match, line
+        assert requests.get(f"{match.group(1)}/server/list").json() == {"data": []}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
