@@ -120,7 +120,9 @@ class Config:
     def resolve_path(self, p: str) -> Path:
         """Paths in a config are relative to the config file."""
         path = Path(os.path.expanduser(p))
-        return path if path.is_absolute() or not self.source else Path(self.source).parent / path
+        if not path.is_absolute() and self.source:
+            path = Path(self.source).parent / path
+        return Path(os.path.normpath(path))
 
 
 def load_config(path: str, overrides: tuple[str, ...] = ()) -> Config:

@@ -54,12 +54,12 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
                 time.sleep(0.25)
                 if flags.count >= 2 and stopping < 2:
                     stopping = 2
-                    progress.bar.write("second interrupt: stopping now")
+                    progress.write("second interrupt: stopping now")
                     pool.kill()
                     break
                 if flags.count == 1 and stopping == 0:
                     stopping = 1
-                    progress.bar.write("interrupt: ending running episodes (Ctrl-C again to exit now)")
+                    progress.write("interrupt: ending running episodes (Ctrl-C again to exit now)")
                     pool.request_stop()
                 pool.supervise()
                 progress.update()

@@ -31,8 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _png() -> bytes:
+    """A 1280x720 screenshot of realistic size (~0.3 MB): flat areas plus a noisy photo."""
+    img = Image.new("RGB", (1280, 720), (40, 90, 160))
+    img.paste(Image.effect_noise((400, 300), 40).convert("RGB"), (100, 100))
     buf = io.BytesIO()
-    Image.new("RGB", (1280, 720), (40, 90, 160)).save(buf, "PNG", compress_level=1)
+    img.save(buf, "PNG", compress_level=1)
     return buf.getvalue()
 
 
