@@ -86,7 +86,8 @@ def _pct(x):
 @click.option("--max-envs", default=4, show_default=True, help="Concurrent MiniWoB++ browsers.")
 @click.option("--token-env", default="CUA_ENV_TOKEN", show_default=True,
               help="If this environment variable is set, clients must send its value as a token.")
-def env_server(host, port, max_envs, token_env):
+@click.option("--verbose", is_flag=True, help="Log every request.")
+def env_server(host, port, max_envs, token_env, verbose):
     """Serve real MiniWoB++ tasks over the env-cluster protocol.
 
     \b
@@ -97,4 +98,4 @@ def env_server(host, port, max_envs, token_env):
     """
     from .envserver.server import serve
 
-    serve(host, port, max_envs, token_env)
+    serve(host, port, max_envs, token_env, verbose)
