@@ -131,11 +131,13 @@ class DirQueue:
             return False
         return lease.get("token") == token
 
-    def finish(self, item: dict, record: dict, retry: bool = False, count_error: bool = True) -> str:
+    def finish(self, item: dict, record: dict, retry: bool = False, count_error: bool = True,
+               give_up: bool = False) -> str:
         """Record an attempt's episode line and move its pair on.
 
         retry=False: the pair is done. retry=True: back to pending with
-        attempt+1 (to failed/ once `max_attempts` errors were counted). The
+        attempt+1 (to failed/ once `max_attempts` errors were counted).
+        give_up=True: straight to failed/ (the task itself is bad). The
         episode line is written even if the lease was lost meanwhile: a
         finished attempt is never thrown away. Returns the new state.
         """
@@ -147,7 +149,9 @@ class DirQueue:
             if token is None or not self._still_ours(key, token):
                 return "lost"
             nxt = {k: v for k, v in item.items() if k not in ("lease", "key")}
-            if not retry:
+            if give_up:
+                state = "failed"
+            elif not retry:
                 state = "done"
             else:
                 nxt["attempt"] += 1

@@ -20,7 +20,7 @@ from .envs.cluster import EnvCluster, EnvSettings
 from .models import make_provider
 from .redact import Redactor
 from .rundir import RunDir
-from .runner import Episode, Limits
+from .runner import Episode, Limits, bad_task_record
 
 
 @dataclass
@@ -70,7 +70,12 @@ def worker_main(spec: WorkerSpec, stop) -> None:
                 maybe_reclaim()
                 stop.wait(cfg.runner.poll_s)
                 continue
-            rec = Episode(item, run, env, provider, agent, limits, stop.is_set, redact).run_episode()
+            try:
+                episode = Episode(item, run, env, provider, agent, limits, stop.is_set, redact)
+            except ValueError as e:  # a malformed task file: fail it, never leave it claimed
+                queue.finish(item, bad_task_record(item, e), give_up=True)
+                continue
+            rec = episode.run_episode()
             interrupted = rec["stop_reason"] == "interrupted"
             queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=not interrupted)
 

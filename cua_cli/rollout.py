@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .config import Config
 from .localenv import LocalEnvServer
+from .models import make_provider
 from .pool import Pool, StopFlags
 from .progress import Progress
 from .redact import Redactor
@@ -27,6 +28,7 @@ class Outcome:
 
 def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool = False) -> Outcome:
     tasks = load_tasks(cfg)
+    make_provider(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)

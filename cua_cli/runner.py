@@ -157,3 +157,10 @@ class Episode:
 
 def _timings(t0, t1, t2, t3) -> dict:
     return {"env_s": round(t1 - t0, 4), "model_s": round(t2 - t1, 4), "act_s": round(t3 - t2, 4)}
+
+
+def bad_task_record(item: dict, error: Exception) -> dict:
+    """The episode line of a task that could not even start."""
+    return {"task_id": item["task_id"], "domain": item.get("domain"), "sample": item["sample"],
+            "attempt": item["attempt"], "outcome": "error", "reward": None, "score": None, "steps": 0,
+            "stop_reason": "bad_task", "duration_s": 0.0, "error": f"bad task: {error}", "traj": None}

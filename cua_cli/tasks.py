@@ -64,12 +64,7 @@ def _osworld(cfg: Config) -> list[Task]:
     ow = cfg.tasks.osworld
     list_path = cfg.resolve_path(ow.task_list)
     base = cfg.resolve_path(ow.examples_dir)
-    try:
-        listing = json.loads(list_path.read_text())
-    except OSError as e:
-        raise ConfigError(f"{cfg.source}: tasks.osworld.task_list: cannot read {list_path}: {e.strerror}") from None
-    except ValueError as e:
-        raise ConfigError(f"{list_path}: not valid JSON: {e}") from None
+    listing = _read_json(list_path, f"tasks.osworld.task_list of {cfg.source}")
     if not isinstance(listing, dict):
         raise ConfigError(f"{list_path}: expected {{domain: [task_id, ...]}}")
     tasks = []
@@ -87,13 +82,19 @@ def _osworld(cfg: Config) -> list[Task]:
     return tasks
 
 
-def _osworld_task(path: Path, task_id: str, domain: str) -> Task:
+def _read_json(path: Path, what: str):
     try:
-        obj = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read task {task_id!r}: {e.strerror}") from None
+        raise ConfigError(f"{path}: cannot read {what}: {e.strerror}") from None
     except ValueError as e:
-        raise ConfigError(f"{path}: task {task_id!r} is not valid JSON: {e}") from None
+        raise ConfigError(f"{path}: {what} is not valid JSON: {e}") from None
+
+
+def _osworld_task(path: Path, task_id: str, domain: str) -> Task:
+    obj = _read_json(path, f"task {task_id!r}")
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{path}: task {task_id!r} must be a JSON object")
     for key in ("instruction", "evaluator"):
         if key not in obj:
             raise ConfigError(f"{path}: task {task_id!r} has no {key!r}")

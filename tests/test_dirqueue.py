@@ -19,13 +19,15 @@ def record(item, outcome="success"):
             "outcome": outcome, "pid": os.getpid()}
 
 
-def _drain(root):
+def _drain(root, go):
     import pathlib
     q = make_queue(pathlib.Path(root))
+    go.wait()  # all claimers start together, so they really race
     while True:
         item = q.claim()
         if item is None:
             return
+        time.sleep(0.01)  # a little work between claim and finish
         q.finish(item, record(item))
 
 
@@ -34,9 +36,12 @@ def test_claim_race_each_item_processed_once(tmp_path):
     tasks = [{"task_id": f"t{i}", "domain": "d"} for i in range(100)]
     assert q.enqueue(tasks, samples=2) == 200
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_drain, args=(str(tmp_path),)) for _ in range(6)]
+    go = ctx.Event()
+    procs = [ctx.Process(target=_drain, args=(str(tmp_path), go)) for _ in range(6)]
     for p in procs:
         p.start()
+    time.sleep(1.0)
+    go.set()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
@@ -85,15 +90,21 @@ def _claim_and_hang(root, ready):
     time.sleep(600)
 
 
-def test_stale_lease_is_reclaimed_after_ttl(tmp_path):
-    q = make_queue(tmp_path, lease_ttl=1.5)
-    q.enqueue([{"task_id": "x", "domain": None}], samples=1)
+def _hanging_claimer(tmp_path):
+    """A real process that holds the only claim of the queue."""
     ctx = mp.get_context("spawn")
     ready = ctx.Queue()
     p = ctx.Process(target=_claim_and_hang, args=(str(tmp_path), ready))
     p.start()
+    assert ready.get(timeout=60) == "x"
+    return p
+
+
+def test_stale_lease_is_reclaimed_after_ttl(tmp_path):
+    q = make_queue(tmp_path, lease_ttl=1.5)
+    q.enqueue([{"task_id": "x", "domain": None}], samples=1)
+    p = _hanging_claimer(tmp_path)
     try:
-        assert ready.get(timeout=60) == "x"
         os.kill(p.pid, signal.SIGSTOP)  # alive but hung: its heartbeat stops
         assert q.reclaim() == 0, "a fresh lease of a live process must be kept"
         time.sleep(2.0)
@@ -108,11 +119,7 @@ def test_stale_lease_is_reclaimed_after_ttl(tmp_path):
 def test_dead_local_owner_is_reclaimed_at_once(tmp_path):
     q = make_queue(tmp_path, lease_ttl=600)
     q.enqueue([{"task_id": "x", "domain": None}], samples=1)
-    ctx = mp.get_context("spawn")
-    ready = ctx.Queue()
-    p = ctx.Process(target=_claim_and_hang, args=(str(tmp_path), ready))
-    p.start()
-    assert ready.get(timeout=60) == "x"
+    p = _hanging_claimer(tmp_path)
     os.kill(p.pid, signal.SIGKILL)
     p.join()
     assert q.reclaim() == 1

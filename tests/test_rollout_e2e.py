@@ -224,3 +224,30 @@ runner: {{num_envs: 1, max_steps: 3}}
         assert token not in r.stdout + r.stderr
     finally:
         os.killpg(server.pid, signal.SIGKILL)
+
+
+def test_watch_picks_up_dropped_task_files(write, tmp_path):
+    cfg = config(write, seeds="[0]")
+    p = _start(["rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2"], tmp_path)
+    try:
+        _wait_for(lambda: (tmp_path / "results").exists() and any(
+            (d / "queue" / "done").exists() and len(os.listdir(d / "queue" / "done")) == 3
+            for d in (tmp_path / "results").iterdir()), what="the config's tasks")
+        run = run_dir(tmp_path)
+        pending = run / "queue" / "pending"
+        task = {"task_id": "dropped/../one", "domain": "click-test", "sample": 0,
+                "config": {"miniwob": "click-test", "seed": 7}, "evaluator": {}}
+        (pending / "x.json").write_text(json.dumps(task))
+        (pending / "bad.json").write_text(json.dumps({"task_id": "bad", "domain": 5}))
+        _wait_for(lambda: len(os.listdir(run / "queue" / "done")) == 4
+                  and len(os.listdir(run / "queue" / "failed")) == 1, what="the dropped tasks")
+        assert p.poll() is None, "--watch keeps running on an empty queue"
+        os.kill(p.pid, signal.SIGINT)
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    final, _ = check_complete(run)
+    assert final[("dropped/../one", 0)]["outcome"] in ("success", "failure")
+    assert final[("bad", 0)]["stop_reason"] == "bad_task"
+    assert not (run / "trajectories" / "dropped").exists(), "task ids never become raw paths"
