@@ -66,7 +66,8 @@ class Episode:
             stop = self._loop(session, rec["instruction"], TrajWriter(self.run, rel), rec)
             rec["stop_reason"] = stop
             phase = "eval_error"
-            result = session.evaluate(t.evaluator, self._timeout(), self.should_stop)
+            # A Ctrl-C now must not throw away an episode that has already ended.
+            result = session.evaluate(t.evaluator, self._timeout(), lambda: False)
             reward = float(result["result"])
             rec["reward"] = float(result.get("reward", reward))
             rec["score"] = min(max(reward, 0.0), 1.0)
@@ -89,7 +90,7 @@ class Episode:
                 try:
                     session.release(self.limits.step_timeout_s)
                 except InfraError as e:
-                    rec["release_error"] = str(e)
+                    rec["release_error"] = self.redact(str(e))
             rec["duration_s"] = round(time.monotonic() - start, 3)
             if rec["error"]:
                 rec["error"] = self.redact(rec["error"])
