@@ -1,6 +1,7 @@
 """The `cua` command line: parse, call, format. The work lives in the modules."""
 
 import sys
+from pathlib import Path
 
 import click
 from tabulate import tabulate
@@ -35,7 +36,9 @@ def main():
               help="Continue this run folder; finished pairs are not re-run.")
 @click.option("--watch", is_flag=True,
               help="Keep running and pick up task files dropped into the queue's pending/ folder.")
-def rollout(config, overrides, resume, watch):
+@click.option("--fleet", "fleet_file", type=click.Path(dir_okay=False),
+              help="Use the servers of this `cua start-models` fleet file as model endpoints.")
+def rollout(config, overrides, resume, watch, fleet_file):
     """Run the episodes of CONFIG and write a run folder under results/.
 
     \b
@@ -43,10 +46,13 @@ def rollout(config, overrides, resume, watch):
       cua rollout configs/demo.yaml
       cua rollout configs/demo.yaml --set runner.num_envs=8 --set tasks.rollout_n=4
       cua rollout configs/demo.yaml --resume results/demo-20261121-101500
+      cua rollout configs/exp.yaml --fleet fleet/fleet.json
     """
     from .rollout import rollout as run_rollout
 
     try:
+        if fleet_file:
+            overrides += (f"model.fleet={Path(fleet_file).resolve()}",)
         cfg = load_config(config, overrides)
         secrets = read_secrets(cfg)
     except ConfigError as e:
@@ -99,3 +105,105 @@ def env_server(host, port, max_envs, token_env, verbose):
     from .envserver.server import serve
 
     serve(host, port, max_envs, token_env, verbose)
+
+
+@main.command("start-models", context_settings={"ignore_unknown_options": True})
+@click.option("--gpus", help="GPUs to use: 0-7, 0,2,4 or 0-3,6.")
+@click.option("--cpu", type=int, help="Start N servers without GPUs (hosts without GPUs, tests).")
+@click.option("--model", help="Model directory or hub name, as `vllm serve` takes it.")
+@click.option("--served-model-name", help="Name clients use (default: the model's folder name).")
+@click.option("--tp", type=int, help="Tensor-parallel size: GPUs per server.  [default: 1]")
+@click.option("--base-port", type=int, help="First port; taken ports are skipped.  [default: 8000]")
+@click.option("--fleet", "fleet_file", default="fleet/fleet.json", show_default=True, type=click.Path(),
+              help="Fleet file to write; server logs go to logs/ beside it.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="YAML with any of these settings plus vllm_args and env; the command line wins.")
+@click.option("--ready-timeout", type=float, help="Seconds to wait for every server to serve.")
+@click.option("--detach", is_flag=True, help="Return once the fleet serves; supervise in the background.")
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
+def start_models(gpus, cpu, model, served_model_name, tp, base_port, fleet_file, config_path, ready_timeout,
+                 detach, vllm_args):
+    """Start one `vllm serve` per GPU group and keep them healthy.
+
+    Arguments after `--` go to every `vllm serve` as they are.
+
+    \b
+    Examples:
+      cua start-models --gpus 0-7 --model /ckpt/ui-tars-1.5-7b -- --max-model-len 32768
+      cua start-models --gpus 0-7 --tp 2 --model /ckpt/ui-tars-72b --detach
+      cua start-models --cpu 2 --model /tmp/tiny-vlm --config configs/fleet-cpu.yaml
+    """
+    from .config import FleetConfig, load_fleet_config, vllm_flags
+    from .fleet.control import run_detached, run_foreground
+    from .fleet.gpus import GpuSpecError, group_gpus, parse_gpus
+    from .fleet.supervisor import FleetError, FleetSpec
+
+    try:
+        fc = load_fleet_config(config_path) if config_path else FleetConfig()
+    except ConfigError as e:
+        raise BadInput(str(e)) from None
+    model = model or fc.model
+    gpus = gpus if gpus is not None else fc.gpus
+    cpu = cpu if cpu is not None else fc.cpu
+    tp = tp or fc.tp
+    if not model:
+        raise BadInput("no model: pass --model or set `model` in --config")
+    if (gpus is None) == (cpu is None):
+        raise BadInput("pass exactly one of --gpus SPEC or --cpu N")
+    try:
+        groups = group_gpus(parse_gpus(gpus), tp) if gpus is not None else [[] for _ in range(cpu)]
+    except GpuSpecError as e:
+        raise BadInput(str(e)) from None
+    if not groups:
+        raise BadInput("--cpu must be at least 1")
+    spec = FleetSpec(model, groups, served_model_name or fc.served_model_name, base_port or fc.base_port,
+                     vllm_flags(fc.vllm_args) + list(vllm_args), {k: str(v) for k, v in fc.env.items()},
+                     Path(fleet_file), ready_timeout or fc.ready_timeout_s, fc.check_interval_s)
+    try:
+        if detach:
+            argv = [a for a in sys.argv[1:] if a != "--detach"]
+            pid = run_detached(argv, spec, click.echo)
+            click.echo(f"fleet ready: {fleet_file} (supervisor pid {pid}); stop it with "
+                       f"`cua stop-models --fleet {fleet_file}`")
+        else:
+            run_foreground(spec, click.echo)
+    except FleetError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@main.command("stop-models")
+@click.option("--fleet", "fleet_file", default="fleet/fleet.json", show_default=True, type=click.Path())
+def stop_models(fleet_file):
+    """Stop every server of a fleet and check that no process is left.
+
+    \b
+    Example:
+      cua stop-models --fleet fleet/fleet.json
+    """
+    from .fleet.control import stop
+
+    try:
+        left = stop(Path(fleet_file))
+    except (FileNotFoundError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    if left:
+        raise click.ClickException("still running after SIGKILL: " + ", ".join(left))
+    click.echo("fleet stopped; no server process is left")
+
+
+@main.command("models")
+@click.option("--fleet", "fleet_file", default="fleet/fleet.json", show_default=True, type=click.Path())
+def models(fleet_file):
+    """Show the fleet's servers: health, running and waiting requests, uptime.
+
+    \b
+    Example:
+      cua models --fleet fleet/fleet.json
+    """
+    from .fleet.control import status
+
+    try:
+        rows = status(Path(fleet_file))
+    except (FileNotFoundError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(tabulate(rows, headers="keys", tablefmt="simple_outline", missingval="-"))

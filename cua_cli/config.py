@@ -6,6 +6,7 @@ a default.
 """
 
 import dataclasses
+import json
 import os
 import types
 import typing
@@ -71,12 +72,14 @@ class EnvConfig:
 class ModelConfig:
     provider: Literal["openai", "random", "replay"] = "random"
     endpoints: list[str] = field(default_factory=list)   # http://host:port/v1
+    fleet: Optional[str] = None      # a `cua start-models` fleet file: its servers become the endpoints
     name: str = "ui-tars"            # served model name
     api_key_env: Optional[str] = None
     temperature: float = 0.0
     max_tokens: int = 512
     timeout_s: float = 120.0
     retries: int = 3
+    guided: bool = False             # constrain answers to the agent's action grammar (vLLM structured_outputs)
     seed: int = 0                    # random provider
     replay_run: Optional[str] = None  # replay provider: run folder to replay
 
@@ -125,8 +128,47 @@ class Config:
         return Path(os.path.normpath(path))
 
 
-def load_config(path: str, overrides: tuple[str, ...] = ()) -> Config:
-    """Read, override (`a.b=value`) and validate a config file."""
+@dataclass
+class FleetConfig:
+    """`cua start-models --config FILE`: everything the command line can say."""
+    model: Optional[str] = None
+    served_model_name: Optional[str] = None
+    gpus: Optional[str] = None
+    cpu: Optional[int] = None
+    tp: int = 1
+    base_port: int = 8000
+    vllm_args: dict = field(default_factory=dict)   # {max-model-len: 4096, enforce-eager: true, ...}
+    env: dict = field(default_factory=dict)         # extra environment for the servers
+    ready_timeout_s: float = 900.0
+    check_interval_s: float = 5.0
+
+
+def load_fleet_config(path: str) -> FleetConfig:
+    raw = _read_yaml(path)
+    cfg = _build(FleetConfig, raw, path, "")
+    for key, value in cfg.env.items():
+        if not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{path}: env.{key}: expected a string or number")
+    return cfg
+
+
+def vllm_flags(args: dict) -> list[str]:
+    """{max-model-len: 4096, enforce-eager: true, limit-mm-per-prompt: {image: 5}} -> CLI flags."""
+    out = []
+    for key, value in args.items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, (dict, list)):
+            out += [flag, json.dumps(value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def _read_yaml(path: str) -> dict:
     try:
         text = Path(path).read_text()
     except OSError as e:
@@ -138,6 +180,12 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> Config:
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping, got {type(raw).__name__}")
+    return raw
+
+
+def load_config(path: str, overrides: tuple[str, ...] = ()) -> Config:
+    """Read, override (`a.b=value`) and validate a config file."""
+    raw = _read_yaml(path)
     for item in overrides:
         _apply_override(raw, item, path)
     cfg = _build(Config, raw, path, "")
@@ -194,6 +242,10 @@ def _coerce(tp, value, path: str, key: str):
         if not isinstance(value, list):
             raise ConfigError(f"{path}: {key}: expected a list, got {type(value).__name__}")
         return [_coerce(inner, v, path, f"{key}[{i}]") for i, v in enumerate(value)]
+    if tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: {key}: expected a mapping, got {type(value).__name__}")
+        return value
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, tp) or (tp is not bool and isinstance(value, bool)):
@@ -214,8 +266,8 @@ def _check(cfg: Config, path: str) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{path}: {key}: must be > 0, got {value}")
-    if cfg.model.provider == "openai" and not cfg.model.endpoints:
-        raise ConfigError(f"{path}: model.endpoints: the openai provider needs at least one endpoint")
+    if cfg.model.provider == "openai" and not cfg.model.endpoints and not cfg.model.fleet:
+        raise ConfigError(f"{path}: model.endpoints: the openai provider needs endpoints or model.fleet")
     if cfg.model.provider == "replay" and not cfg.model.replay_run:
         raise ConfigError(f"{path}: model.replay_run: the replay provider needs a run folder")
     for key in ("env.token_env", "model.api_key_env"):

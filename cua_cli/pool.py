@@ -18,6 +18,7 @@ from .agents.uitars import UITarsAgent
 from .config import Config
 from .envs.cluster import EnvCluster, EnvSettings
 from .models import make_provider
+from .models.routing import Router
 from .redact import Redactor
 from .rundir import RunDir
 from .runner import Episode, Limits, bad_task_record
@@ -33,7 +34,7 @@ class WorkerSpec:
     watch: bool
 
 
-def worker_main(spec: WorkerSpec, stop) -> None:
+def worker_main(spec: WorkerSpec, stop, router) -> None:
     """One runner process: `spec.threads` episode slots sharing one queue."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides how to stop
     cfg = spec.cfg
@@ -41,7 +42,7 @@ def worker_main(spec: WorkerSpec, stop) -> None:
     queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
     env = EnvCluster(EnvSettings(spec.env_url, spec.secrets.get("env"), cfg.env.os, cfg.env.timeout_s,
                                  cfg.env.retries, cfg.env.allocate_wait_s))
-    provider = make_provider(cfg, spec.secrets)
+    provider = make_provider(cfg, spec.secrets, router)
     agent = UITarsAgent(cfg.agent.coord_mode, cfg.agent.history_images, cfg.agent.language)
     limits = Limits(cfg.runner.max_steps, cfg.runner.step_timeout_s, cfg.runner.episode_timeout_s,
                     cfg.agent.parse_retries)
@@ -102,12 +103,13 @@ class Pool:
         self.slots = [cfg.runner.num_envs // n + (i < cfg.runner.num_envs % n) for i in range(n)]
         self.specs = [WorkerSpec(cfg, str(run.path), env_url, secrets, k, watch) for k in self.slots]
         self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+        self.router = Router(len(cfg.model.endpoints), self.ctx) if cfg.model.provider == "openai" else None
         self.procs: list = [None] * n
         self.restarts = 0
         self.crashed = False
 
     def _spawn(self, i: int) -> None:
-        p = self.ctx.Process(target=worker_main, args=(self.specs[i], self.stop), name=f"cua-runner-{i}")
+        p = self.ctx.Process(target=worker_main, args=(self.specs[i], self.stop, self.router), name=f"cua-runner-{i}")
         p.start()
         self.procs[i] = p
 
@@ -152,23 +154,3 @@ class Pool:
             if p is not None:
                 p.join()
         self.queue.reclaim(dead_pids=pids, count_error=False)
-
-
-class StopFlags:
-    """SIGINT/SIGTERM handlers that only count; the main loop acts on the count."""
-
-    def __init__(self):
-        self.count = 0
-        self._old = {}
-
-    def _handler(self, signum, frame):
-        self.count += 1
-
-    def __enter__(self):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)

@@ -7,13 +7,15 @@ Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 import time
 from dataclasses import dataclass
 
-from .config import Config
+from .config import Config, ConfigError
+from .fleet.server import read_fleet
 from .localenv import LocalEnvServer
 from .models import make_provider
-from .pool import Pool, StopFlags
+from .pool import Pool
 from .progress import Progress
 from .redact import Redactor
 from .rundir import RunDir
+from .signals import StopFlags
 from .tasks import load_tasks
 
 
@@ -28,6 +30,8 @@ class Outcome:
 
 def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool = False) -> Outcome:
     tasks = load_tasks(cfg)
+    if cfg.model.fleet:
+        use_fleet(cfg)
     make_provider(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     redactor = Redactor(secrets.values())
     if resume:
@@ -72,3 +76,17 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
             local.stop()
     summary = progress.reader.refresh(warn=True).summary()
     return Outcome(run, summary, time.monotonic() - start, stopping > 0, pool.crashed)
+
+
+def use_fleet(cfg: Config) -> None:
+    """Point the model client at the servers of a `cua start-models` fleet file."""
+    path = cfg.resolve_path(cfg.model.fleet)
+    try:
+        doc = read_fleet(path)
+    except (FileNotFoundError, ValueError) as e:
+        raise ConfigError(f"{cfg.source}: model.fleet: {e}") from None
+    if not doc["servers"]:
+        raise ConfigError(f"{cfg.source}: model.fleet: {path} lists no healthy server")
+    cfg.model.provider = "openai"
+    cfg.model.endpoints = [s["url"].rstrip("/") + "/v1" for s in doc["servers"]]
+    cfg.model.name = doc["servers"][0]["served_model_name"]

@@ -99,6 +99,12 @@ class Episode:
     def _loop(self, session, instruction: str, traj: TrajWriter, rec: dict) -> str:
         """Steps until the agent stops or a limit hits; returns the stop reason."""
         model = self.provider.episode(self.task.task_id, self.item["sample"])
+        try:
+            return self._steps(session, instruction, traj, rec, model)
+        finally:
+            model.close()
+
+    def _steps(self, session, instruction: str, traj: TrajWriter, rec: dict, model) -> str:
         history: list[list] = []  # [screenshot or None, response]; old screenshots are dropped
         keep = self.agent.history_images
         for step in range(self.limits.max_steps):

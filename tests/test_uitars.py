@@ -196,3 +196,19 @@ def test_custom_template():
     agent = UITarsAgent(prompt_template='{"json": 1} do {instruction}')
     assert agent.build_messages("it", [], b"")[0]["content"] == '{"json": 1} do it'
     assert agent.parse("Action: click(start_box='(966,546)')", 1920, 1080).actions == [Action("click", 960, 540)]
+
+
+def test_guided_regex_only_admits_parseable_answers():
+    import re
+
+    from cua_cli.agents.uitars import GUIDED_REGEX
+    samples = ["Thought: go\nAction: click(start_box='(12,34)')",
+               "Thought: a b\nAction: drag(start_box='(1,2)', end_box='(3,4)')",
+               "Thought: x\nAction: hotkey(key='ctrl shift t')",
+               "Thought: x\nAction: type(content='hi there.')",
+               "Thought: x\nAction: scroll(start_box='(5,5)', direction='left')",
+               "Thought: x\nAction: wait()", "Thought: x\nAction: finished(content='')"]
+    for text in samples:
+        assert re.fullmatch(GUIDED_REGEX, text), text
+        assert parse_response(text, 1920, 1080).actions
+    assert not re.fullmatch(GUIDED_REGEX, "Thought: x\nAction: click(start_box=__import__('os'))")

@@ -47,6 +47,21 @@ call_user() # the task cannot continue without help from the user
 """
 
 
+# The action grammar as a regex for vLLM's guided decoding (`structured_outputs`):
+# a model held to it cannot answer something `parse_response` rejects.
+_PT = r"'\(\d{1,4},\d{1,4}\)'"
+_TEXT = r"[A-Za-z0-9 .,!?:-]{0,60}"
+GUIDED_REGEX = (
+    r"Thought: [A-Za-z0-9 ,.]{1,120}\nAction: (?:"
+    rf"(?:click|left_double|right_single)\(start_box={_PT}\)"
+    rf"|drag\(start_box={_PT}, end_box={_PT}\)"
+    r"|hotkey\(key='[a-z]{1,8}(?: [a-z]{1,8}){0,2}'\)"
+    rf"|type\(content='{_TEXT}'\)"
+    rf"|scroll\(start_box={_PT}, direction='(?:up|down|left|right)'\)"
+    rf"|wait\(\)|finished\(content='{_TEXT}'\))"
+)
+
+
 class ParseError(ValueError):
     pass
 

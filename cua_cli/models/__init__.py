@@ -1,7 +1,7 @@
 """Model providers: anything that turns a step's prompt into response text.
 
 A provider has `episode(task_id, sample) -> EpisodeModel`, and an
-EpisodeModel has `complete(request) -> Reply`. Per-episode objects let a
+EpisodeModel has `complete(request) -> Reply` and `close()`. Per-episode objects let a
 provider stick to one endpoint (prefix cache) or replay one trajectory.
 """
 
@@ -24,11 +24,11 @@ class Reply:
     endpoint: str | None = None
 
 
-def make_provider(cfg, secrets: dict):
+def make_provider(cfg, secrets: dict, router=None):
     """The provider named by `model.provider` in the config."""
     if cfg.model.provider == "openai":
         from .openai_chat import OpenAIChat
-        return OpenAIChat(cfg.model, secrets.get("model"))
+        return OpenAIChat(cfg.model, secrets.get("model"), router)
     if cfg.model.provider == "random":
         from .random_actions import RandomActions
         return RandomActions(cfg.model.seed, cfg.agent.coord_mode)

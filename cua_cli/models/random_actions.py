@@ -43,3 +43,6 @@ class _Episode:
         else:
             action = "finished(content='random baseline gives up')"
         return Reply(f"Thought: a random move.\nAction: {action}", "random")
+
+    def close(self) -> None:
+        pass

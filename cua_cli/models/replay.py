@@ -37,3 +37,6 @@ class _Episode:
     def complete(self, req: Request) -> Reply:
         text = self.responses[req.step] if req.step < len(self.responses) else _END
         return Reply(text, "replay")
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,36 @@
+"""Least-loaded endpoint choice, shared by every runner process of a rollout.
+
+The counts live in shared memory created by the main process, so a new
+episode goes to the server with the fewest episodes in flight across the
+whole pool. A server that failed is skipped for a cool-down.
+"""
+
+import time
+
+COOL_DOWN_S = 30.0
+
+
+class Router:
+    def __init__(self, n: int, ctx=None):
+        import multiprocessing as mp
+        ctx = ctx or mp.get_context("spawn")
+        self.load = ctx.Array("i", n)        # episodes in flight per endpoint
+        self.bad_until = ctx.Array("d", n)   # time.time() until which an endpoint is skipped
+
+    def acquire(self, exclude: int | None = None) -> int:
+        """The least-loaded healthy endpoint (or the least-bad one if all failed)."""
+        with self.load.get_lock():
+            now = time.time()
+            order = sorted(range(len(self.load)),
+                           key=lambda i: (i == exclude, self.bad_until[i] > now, self.load[i], i))
+            i = order[0]
+            self.load[i] += 1
+            return i
+
+    def release(self, i: int) -> None:
+        with self.load.get_lock():
+            self.load[i] = max(self.load[i] - 1, 0)
+
+    def failed(self, i: int) -> None:
+        with self.load.get_lock():
+            self.bad_until[i] = time.time() + COOL_DOWN_S
