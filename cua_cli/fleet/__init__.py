@@ -1,0 +1,1 @@
+"""Model server fleets: start, supervise, inspect and stop `vllm serve` processes."""

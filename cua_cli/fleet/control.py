@@ -1,0 +1,102 @@
+"""What the fleet commands do: run a supervisor in the foreground or detached,
+stop a fleet from its file, and read each server's status."""
+
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+
+from ..signals import StopFlags
+from . import metrics
+from .server import gpu_holders, read_fleet
+from .supervisor import FleetError, FleetSpec, Supervisor, stop_fleet_file
+
+
+def run_foreground(spec: FleetSpec, log=print) -> None:
+    """Start, then supervise until SIGINT/SIGTERM; always stop everything."""
+    sup = Supervisor(spec, log)
+    with StopFlags() as flags:
+        try:
+            sup.start()
+            log(f"fleet ready: {spec.fleet_file} ({len(sup.servers)} servers); Ctrl-C stops it")
+            while not flags.count:
+                deadline = time.monotonic() + spec.check_interval_s
+                while time.monotonic() < deadline and not flags.count:
+                    time.sleep(0.2)
+                if not flags.count:
+                    sup.check()
+        finally:
+            log("stopping the fleet")
+            pids = set()
+            left = sup.stop()
+            for s in sup.servers:
+                pids |= s.stopped_pids
+            spec.fleet_file.unlink(missing_ok=True)
+            held = gpu_holders(pids)
+            if left or held:
+                raise FleetError("processes survived the stop: " + "; ".join(left + held))
+            log("fleet stopped; no server process is left")
+
+
+def run_detached(argv: list[str], spec: FleetSpec, log=print) -> int:
+    """Re-run this command without --detach in its own session; return once the fleet serves."""
+    spec.fleet_file.parent.mkdir(parents=True, exist_ok=True)
+    log_path = spec.fleet_file.parent / "supervisor.log"
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "cua_cli", *argv], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + spec.ready_timeout_s + 30
+    want = len(spec.groups)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = "".join(log_path.read_text(errors="replace").splitlines(True)[-30:])
+            raise FleetError(f"the fleet supervisor exited with code {proc.returncode}; "
+                             f"last lines of {log_path}:\n{tail}")
+        try:
+            doc = read_fleet(spec.fleet_file)
+            if doc.get("supervisor_pid") == proc.pid and len(doc["servers"]) == want:
+                return proc.pid
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(1.0)
+    raise FleetError(f"the fleet was not ready in time; see {log_path}")
+
+
+def stop(fleet_file: Path) -> list[str]:
+    doc = read_fleet(fleet_file)
+    left = stop_fleet_file(fleet_file, doc)
+    if not left and fleet_file.exists():
+        fleet_file.unlink()
+    return left
+
+
+def status(fleet_file: Path) -> list[dict]:
+    """One row per listed server: health, vLLM's own load gauges, uptime."""
+    doc = read_fleet(fleet_file)
+    rows = []
+    for s in doc["servers"]:
+        row = {"url": s["url"], "gpus": ",".join(map(str, s.get("gpus") or [])) or "cpu",
+               "model": s.get("served_model_name") or s.get("model"), "healthy": False,
+               "running": None, "waiting": None, "uptime": _uptime(s.get("started_at"))}
+        try:
+            m = metrics.fetch(s["url"])
+            row.update(healthy=True, running=int(m.get("vllm:num_requests_running", 0)),
+                       waiting=int(m.get("vllm:num_requests_waiting", 0)))
+        except Exception:  # an unreachable server is exactly what this table must show
+            pass
+        rows.append(row)
+    sup = doc.get("supervisor_pid")
+    if sup and not psutil.pid_exists(sup):
+        rows.append({"url": f"(supervisor pid {sup} is gone: nobody restarts failed servers)"})
+    return rows
+
+
+def _uptime(started_at) -> str:
+    if not started_at:
+        return "-"
+    secs = (datetime.now(timezone.utc) - datetime.fromisoformat(started_at)).total_seconds()
+    h, rem = divmod(int(secs), 3600)
+    return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"

@@ -1,0 +1,174 @@
+"""One `vllm serve` process: launch in its own session, probe, stop the whole group."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+import requests
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes of a process group."""
+    out = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                out.append(p)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    return out
+
+
+def kill_group(pgid: int, grace: float) -> bool:
+    """SIGTERM the group, SIGKILL after `grace` s; True once no live member is left."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not group_members(pgid):
+                return True
+            time.sleep(0.2)
+    return not group_members(pgid)
+
+
+@dataclass
+class Server:
+    index: int
+    gpus: list[int]
+    port: int
+    model: str
+    served_model_name: str
+    cmd: list[str]
+    env: dict
+    log_path: Path
+    host: str = "127.0.0.1"
+    proc: subprocess.Popen | None = None
+    started_at: str = ""
+    restarts: int = 0
+    meta: dict = field(default_factory=dict)  # e.g. the model version, carried into the fleet file
+    stopped_pids: set = field(default_factory=set)  # for the GPU check after a stop
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        env = dict(os.environ, **self.env)
+        if self.gpus:
+            # Only this child sees its GPUs; the parent's environment is untouched.
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self.gpus))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== {datetime.now().isoformat(timespec='seconds')} starting: {' '.join(self.cmd)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def healthy(self, timeout: float = 5.0) -> bool:
+        try:
+            return (requests.get(f"{self.url}/health", timeout=timeout).status_code == 200
+                    and requests.get(f"{self.url}/v1/models", timeout=timeout).status_code == 200)
+        except requests.RequestException:
+            return False
+
+    def stop(self, grace: float = 15.0) -> bool:
+        """Stop the group and any descendant that left it; True if nothing is left."""
+        if self.proc is None:
+            return True
+        try:
+            strays = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            strays = []
+        gone = kill_group(self.proc.pid, grace)
+        self.proc.wait()
+        for p in strays:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(strays, timeout=10)
+        self.stopped_pids.update(p.pid for p in strays)
+        self.stopped_pids.add(self.proc.pid)
+        return gone and not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in strays
+                                if _exists(p))
+
+    def tail_log(self, n: int = 25) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(deque(f, n))
+        except OSError:
+            return ""
+
+    def entry(self) -> dict:
+        """This server's line in the fleet file (see README)."""
+        return {"url": self.url, "pid": self.proc.pid if self.proc else None, "gpus": self.gpus,
+                "model": self.model, "served_model_name": self.served_model_name,
+                "started_at": self.started_at, "restarts": self.restarts, "log": str(self.log_path), **self.meta}
+
+
+def _exists(p: psutil.Process) -> bool:
+    try:
+        p.status()
+        return True
+    except psutil.NoSuchProcess:
+        return False
+
+
+def gpu_holders(pids: set[int]) -> list[str]:
+    """Where nvidia-smi exists: which of `pids` still hold GPU memory."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=30).stdout
+    held = []
+    for line in out.splitlines():
+        pid, _, mem = line.partition(",")
+        if pid.strip().isdigit() and int(pid) in pids:
+            held.append(f"pid {pid.strip()} holds {mem.strip()}")
+    return held
+
+
+def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids: list[int]) -> None:
+    """Atomically replace the fleet file. `servers` are the healthy ones; `pgids` lists
+    every launched group, starting or not, so stop-models can always clean up."""
+    doc = {"supervisor_pid": supervisor_pid, "servers": [s.entry() for s in servers], "pgids": all_pids}
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def read_fleet(path: Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no fleet file (start one with `cua start-models`)") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: not a fleet file: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("servers"), list):
+        raise ValueError(f"{path}: not a fleet file: no 'servers' list")
+    return doc

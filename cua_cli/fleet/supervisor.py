@@ -1,0 +1,164 @@
+"""Starts a fleet, waits until it serves, keeps it healthy, and stops it completely.
+
+A dead server, or one that stops answering /health for several checks in a
+row (hung), is killed as a whole process group and restarted with backoff.
+The fleet file lists a server only while it answers /health.
+"""
+
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .server import Server, kill_group, port_free, write_fleet
+
+
+class FleetError(RuntimeError):
+    pass
+
+
+@dataclass
+class FleetSpec:
+    model: str
+    groups: list[list[int]]           # one server per group; [] = a CPU server
+    served_model_name: str | None = None
+    base_port: int = 8000
+    vllm_args: list[str] = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    fleet_file: Path = Path("fleet/fleet.json")
+    ready_timeout_s: float = 900.0
+    check_interval_s: float = 5.0
+    hang_checks: int = 3               # failed health checks in a row before a restart
+    max_backoff_s: float = 120.0
+
+
+def vllm_command(model: str, port: int, tp: int, served_name: str, extra: list[str]) -> list[str]:
+    exe = shutil.which("vllm", path=os.path.dirname(sys.executable)) or shutil.which("vllm") or "vllm"
+    cmd = [exe, "serve", model, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name]
+    if tp > 1:
+        cmd += ["--tensor-parallel-size", str(tp)]
+    return cmd + extra
+
+
+class Supervisor:
+    def __init__(self, spec: FleetSpec, log=print):
+        self.spec = spec
+        self.log = log
+        self.logs_dir = spec.fleet_file.parent / "logs"
+        served = spec.served_model_name or Path(spec.model).name
+        self.servers: list[Server] = []
+        port = spec.base_port
+        for i, gpus in enumerate(spec.groups):
+            while not port_free(port):  # ports are checked, never assumed
+                port += 1
+            cmd = vllm_command(spec.model, port, max(len(gpus), 1), served, spec.vllm_args)
+            self.servers.append(Server(i, gpus, port, spec.model, served, cmd, dict(spec.env),
+                                       self.logs_dir / f"server-{i}.log"))
+            port += 1
+        self.ready: set[int] = set()
+        self.failed_checks = {s.index: 0 for s in self.servers}
+        self.retry_at: dict[int, float] = {}
+        self.starting_since: dict[int, float] = {}
+
+    # -- fleet file -------------------------------------------------------
+    def publish(self) -> None:
+        self.spec.fleet_file.parent.mkdir(parents=True, exist_ok=True)
+        healthy = [s for s in self.servers if s.index in self.ready]
+        write_fleet(self.spec.fleet_file, os.getpid(), healthy, [s.proc.pid for s in self.servers if s.proc])
+
+    # -- start ------------------------------------------------------------
+    def start(self) -> None:
+        """Start every server and wait until all serve; fail fast if one dies."""
+        for s in self.servers:
+            s.start()
+            self.starting_since[s.index] = time.monotonic()
+            self.log(f"server {s.index}: starting on {s.url} (gpus {s.gpus or 'none'}), log {s.log_path}")
+        self.publish()
+        deadline = time.monotonic() + self.spec.ready_timeout_s
+        while len(self.ready) < len(self.servers):
+            for s in self.servers:
+                if s.index in self.ready:
+                    continue
+                if not s.alive():
+                    raise FleetError(f"server {s.index} exited with code {s.proc.returncode} while starting.\n"
+                                     f"command: {' '.join(s.cmd)}\nlast lines of {s.log_path}:\n{s.tail_log()}")
+                if s.healthy():
+                    self.ready.add(s.index)
+                    self.log(f"server {s.index}: ready on {s.url} after "
+                             f"{time.monotonic() - self.starting_since[s.index]:.1f} s")
+                    self.publish()
+            if time.monotonic() > deadline:
+                slow = [s for s in self.servers if s.index not in self.ready]
+                raise FleetError(f"{len(slow)} server(s) not ready after {self.spec.ready_timeout_s} s: "
+                                 + "; ".join(f"{s.url} (log {s.log_path})" for s in slow))
+            time.sleep(1.0)
+
+    # -- supervise --------------------------------------------------------
+    def check(self) -> None:
+        """One supervision round: restart dead or hung servers, publish changes."""
+        now = time.monotonic()
+        for s in self.servers:
+            if s.index in self.retry_at:
+                if now >= self.retry_at[s.index]:
+                    del self.retry_at[s.index]
+                    s.restarts += 1
+                    s.start()
+                    self.starting_since[s.index] = now
+                    self.publish()  # a new pid to clean up on stop
+                    self.log(f"server {s.index}: restarted (restart #{s.restarts})")
+                continue
+            if s.index not in self.ready:
+                if not s.alive() or now - self.starting_since[s.index] > self.spec.ready_timeout_s:
+                    self._restart_later(s, "failed to start")
+                elif s.healthy():
+                    self.ready.add(s.index)
+                    self.failed_checks[s.index] = 0
+                    self.log(f"server {s.index}: ready again on {s.url}")
+                    self.publish()
+                continue
+            if not s.alive():
+                self._restart_later(s, f"exited with code {s.proc.returncode}")
+            elif s.healthy():
+                self.failed_checks[s.index] = 0
+            else:
+                self.failed_checks[s.index] += 1
+                if self.failed_checks[s.index] >= self.spec.hang_checks:
+                    self._restart_later(s, f"hung: {self.failed_checks[s.index]} failed health checks")
+
+    def _restart_later(self, s: Server, why: str) -> None:
+        self.ready.discard(s.index)
+        self.failed_checks[s.index] = 0
+        s.stop(grace=5.0)
+        delay = min(2.0 ** s.restarts, self.spec.max_backoff_s)
+        self.retry_at[s.index] = time.monotonic() + delay
+        self.log(f"server {s.index}: {why}; restarting in {delay:.0f} s\n{s.tail_log(5)}")
+        self.publish()
+
+    # -- stop -------------------------------------------------------------
+    def stop(self, grace: float = 15.0) -> list[str]:
+        """Stop every server's process group; returns what could not be stopped."""
+        left = []
+        for s in self.servers:
+            if s.proc is not None and not s.stop(grace):
+                left.append(f"server {s.index} (pgid {s.proc.pid})")
+        self.ready.clear()
+        return left
+
+
+def stop_fleet_file(path: Path, doc: dict, grace: float = 15.0) -> list[str]:
+    """Stop a fleet from its file, whether or not its supervisor is still alive."""
+    import psutil
+
+    sup = doc.get("supervisor_pid")
+    if sup and sup != os.getpid():
+        try:
+            p = psutil.Process(sup)
+            if "start-models" in " ".join(p.cmdline()):
+                p.terminate()  # the supervisor stops its servers itself
+                p.wait(grace + 20)
+        except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+            pass
+    pgids = set(doc.get("pgids") or []) | {s["pid"] for s in doc["servers"] if s.get("pid")}
+    return [f"process group {g}" for g in sorted(pgids) if not kill_group(g, grace)]
