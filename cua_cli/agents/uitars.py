@@ -52,7 +52,7 @@ call_user() # the task cannot continue without help from the user
 _PT = r"'\(\d{1,4},\d{1,4}\)'"
 _TEXT = r"[A-Za-z0-9 .,!?:-]{0,60}"
 GUIDED_REGEX = (
-    r"Thought: [A-Za-z0-9 ,.]{1,120}\nAction: (?:"
+    r"Thought: [A-Za-z0-9 ,.]{1,40}\nAction: (?:"
     rf"(?:click|left_double|right_single)\(start_box={_PT}\)"
     rf"|drag\(start_box={_PT}, end_box={_PT}\)"
     r"|hotkey\(key='[a-z]{1,8}(?: [a-z]{1,8}){0,2}'\)"

@@ -16,6 +16,7 @@ import miniwob  # noqa: F401  (registers the miniwob/* gymnasium ids)
 from miniwob.constants import TASK_HEIGHT, TASK_WIDTH
 from miniwob.selenium_instance import HTML_DIR
 from selenium import webdriver
+from selenium.common.exceptions import JavascriptException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.actions import interaction
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
@@ -38,6 +39,8 @@ CHROME_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--force-device-scale-factor=1",  # screenshot pixels == CSS pixels
+    # A horizontal scroll at the page edge would otherwise navigate back, off the task.
+    "--disable-features=OverscrollHistoryNavigation",
 )
 SCROLL_PIXELS = 50  # per wheel click
 DRAG_STEPS = 5  # intermediate moves, so drag handlers see mousemove events
@@ -133,9 +136,15 @@ class MiniWobBrowser:
 
     def status(self) -> tuple[bool, float]:
         """(episode done, raw reward): reward is 0 until done, then in [-1, 1]."""
-        done, reward = self.driver.execute_script(
-            "return [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL]"
-        )
+        try:
+            done, reward = self.driver.execute_script(
+                "return [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL]"
+            )
+        except JavascriptException:
+            # The agent navigated off the task page (a key or gesture went "back"):
+            # the episode is over and failed; the next reset reloads the task.
+            self.task = None
+            return True, -1.0
         return bool(done), float(reward)
 
     def screenshot_png(self) -> bytes:
@@ -157,7 +166,8 @@ class MiniWobBrowser:
 
     def stop(self) -> None:
         """End the current episode so an idle browser does no work."""
-        self.driver.execute_script("core.endEpisode(0);")
+        if not self.status()[0]:
+            self.driver.execute_script("core.endEpisode(0);")
 
     def close(self) -> None:
         try:

@@ -72,7 +72,11 @@ class Supervisor:
     def start(self) -> None:
         """Start every server and wait until all serve; fail fast if one dies."""
         for s in self.servers:
-            s.start()
+            try:
+                s.start()
+            except FileNotFoundError:
+                raise FleetError(f"cannot run {s.cmd[0]!r}: is vLLM installed? "
+                                 "(pip install -e .[serve] on GPU hosts)") from None
             self.starting_since[s.index] = time.monotonic()
             self.log(f"server {s.index}: starting on {s.url} (gpus {s.gpus or 'none'}), log {s.log_path}")
         self.publish()

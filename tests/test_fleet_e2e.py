@@ -1,0 +1,127 @@
+"""A real 2-server vLLM fleet on the CPU, a real MiniWoB rollout through it.
+
+The model is the tiny random Qwen2-VL that scripts/make_tiny_vlm.py builds;
+guided decoding makes its random weights answer well-formed actions.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from conftest import CUA, ROOT, run_cua
+from cua_cli.jsonl import read_lines
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    work = tmp_path_factory.mktemp("fleet")
+    model = work / "tiny-vlm"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
+                   capture_output=True)
+    fleet_file = work / "fleet.json"
+    r = run_cua("start-models", "--cpu", "2", "--model", str(model), "--config", str(ROOT / "configs/fleet-cpu.yaml"),
+                "--fleet", str(fleet_file), "--base-port", "8350", "--detach", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(fleet_file.read_text())
+    yield work, fleet_file, doc
+    if fleet_file.exists():
+        run_cua("stop-models", "--fleet", str(fleet_file))
+
+
+def _rollout_config(work, name):
+    cfg = work / f"{name}.yaml"
+    cfg.write_text(f"""
+run: {{name: {name}, results_dir: {work}/results-{name}}}
+tasks:
+  kind: miniwob
+  miniwob: {{names: [click-test, click-button], seeds: [0, 1, 2], episode_max_time: 120}}
+env: {{url: local, local: {{max_envs: 2}}}}
+model: {{provider: openai, guided: true, max_tokens: 128, retries: 1, timeout_s: 60}}
+runner: {{num_envs: 2, max_steps: 4}}
+""")
+    return cfg
+
+
+def _final(run):
+    final = {}
+    for r in read_lines(run / "episodes.jsonl"):
+        if (r["task_id"], r["sample"]) not in final or r["attempt"] > final[(r["task_id"], r["sample"])]["attempt"]:
+            final[(r["task_id"], r["sample"])] = r
+    return final
+
+
+def test_fleet_serves_and_reports(fleet):
+    work, fleet_file, doc = fleet
+    assert len(doc["servers"]) == 2 and doc["servers"][0]["served_model_name"] == "tiny-vlm"
+    assert psutil.Process(doc["supervisor_pid"]).is_running()
+    r = run_cua("models", "--fleet", str(fleet_file))
+    assert r.returncode == 0
+    assert r.stdout.count("True") == 2 and "tiny-vlm" in r.stdout
+
+
+def test_rollout_through_fleet_with_guided_decoding(fleet):
+    work, fleet_file, doc = fleet
+    r = run_cua("rollout", str(_rollout_config(work, "guided")), "--fleet", str(fleet_file), timeout=600)
+    assert r.returncode == 0, r.stderr
+    (run,) = (work / "results-guided").iterdir()
+    final = _final(run)
+    assert len(final) == 6 and all(rec["outcome"] != "error" for rec in final.values())
+    steps = [s for rec in final.values() for s in read_lines(run / rec["traj"] / "traj.jsonl")]
+    assert steps and all(s["parse_retries"] == 0 and s["action"] for s in steps), "guided answers always parse"
+    assert {s["endpoint"] for s in steps} == {f"{s['url']}/v1" for s in doc["servers"]}, "both servers used"
+
+
+def test_killed_server_episodes_move_on_and_supervisor_restarts_it(fleet):
+    work, fleet_file, doc = fleet
+    victim = doc["servers"][0]
+    p = subprocess.Popen([*CUA, "rollout", str(_rollout_config(work, "kill")), "--fleet", str(fleet_file),
+                          "--set", "runner.max_steps=8"], cwd=work, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list((work / "results-kill").glob("*/trajectories/*/*/traj.jsonl")):
+            assert time.monotonic() < deadline and p.poll() is None, "no step was taken"
+            time.sleep(0.2)
+        os.kill(victim["pid"], signal.SIGKILL)  # the API server only: its engine is left behind
+        out, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    (run,) = (work / "results-kill").iterdir()
+    final = _final(run)
+    assert len(final) == 6 and all(rec["outcome"] != "error" for rec in final.values())
+    deadline = time.monotonic() + 300
+    while True:
+        servers = json.loads(fleet_file.read_text())["servers"]
+        if len(servers) == 2 and any(s["restarts"] >= 1 for s in servers):
+            break
+        assert time.monotonic() < deadline, "the supervisor did not bring the server back"
+        time.sleep(1)
+    restarted = next(s for s in servers if s["url"] == victim["url"])
+    assert restarted["pid"] != victim["pid"]
+
+
+def test_stop_models_leaves_no_process(fleet):
+    work, fleet_file, _ = fleet
+    doc = json.loads(fleet_file.read_text())
+    pgids = set(doc["pgids"])
+    r = run_cua("stop-models", "--fleet", str(fleet_file), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not fleet_file.exists()
+    assert not psutil.pid_exists(doc["supervisor_pid"]) or \
+        psutil.Process(doc["supervisor_pid"]).status() == psutil.STATUS_ZOMBIE
+    left = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) in pgids:
+                left.append(proc.pid)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    assert left == []
