@@ -191,19 +191,48 @@ def stop_models(fleet_file):
     click.echo("fleet stopped; no server process is left")
 
 
-@main.command("models")
+@main.group("models", invoke_without_command=True)
 @click.option("--fleet", "fleet_file", default="fleet/fleet.json", show_default=True, type=click.Path())
-def models(fleet_file):
+@click.pass_context
+def models(ctx, fleet_file):
     """Show the fleet's servers: health, running and waiting requests, uptime.
 
     \b
-    Example:
+    Examples:
       cua models --fleet fleet/fleet.json
+      cua models --fleet fleet/fleet.json reload /ckpt/step-2000
     """
+    ctx.obj = Path(fleet_file)
+    if ctx.invoked_subcommand:
+        return
     from .fleet.control import status
 
     try:
-        rows = status(Path(fleet_file))
+        rows = status(ctx.obj)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(tabulate(rows, headers="keys", tablefmt="simple_outline", missingval="-"))
+
+
+@models.command("reload")
+@click.argument("checkpoint")
+@click.option("--version", "version", help="Version recorded in every step it serves (default: CHECKPOINT).")
+@click.option("--timeout", default=3600.0, show_default=True, help="Seconds to wait for the whole fleet.")
+@click.option("--fleet", "fleet_file", type=click.Path(), help="Fleet file (also accepted before `reload`).")
+@click.pass_obj
+def reload(fleet_path, checkpoint, version, timeout, fleet_file):
+    """Restart the fleet on CHECKPOINT one server at a time; the others keep serving.
+
+    \b
+    Example:
+      cua models reload --fleet fleet/fleet.json /ckpt/step-2000 --version step-2000
+    """
+    from .fleet.control import request_reload
+    from .fleet.supervisor import FleetError
+
+    try:
+        request_reload(Path(fleet_file) if fleet_file else fleet_path, checkpoint, version or checkpoint,
+                       timeout, click.echo)
+    except (FleetError, FileNotFoundError, ValueError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo("reload done")

@@ -80,6 +80,9 @@ class ModelConfig:
     timeout_s: float = 120.0
     retries: int = 3
     guided: bool = False             # constrain answers to the agent's action grammar (vLLM structured_outputs)
+    routing: Literal["sticky", "round_robin"] = "sticky"  # sticky: one server per episode (prefix cache)
+    record_prompt: bool = False      # RL: store the exact messages sent (images by file name)
+    record_logprobs: bool = False    # RL: store sampled token ids and their logprobs
     seed: int = 0                    # random provider
     replay_run: Optional[str] = None  # replay provider: run folder to replay
 

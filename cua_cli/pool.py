@@ -72,7 +72,8 @@ def worker_main(spec: WorkerSpec, stop, router) -> None:
                 stop.wait(cfg.runner.poll_s)
                 continue
             try:
-                episode = Episode(item, run, env, provider, agent, limits, stop.is_set, redact)
+                episode = Episode(item, run, env, provider, agent, limits, stop.is_set, redact,
+                                  cfg.model.record_prompt)
             except ValueError as e:  # a malformed task file: fail it, never leave it claimed
                 queue.finish(item, bad_task_record(item, e), give_up=True)
                 continue

@@ -30,7 +30,7 @@ class Limits:
 
 class Episode:
     def __init__(self, item: dict, run: RunDir, env, provider, agent: UITarsAgent, limits: Limits,
-                 should_stop, redact):
+                 should_stop, redact, record_prompt: bool = False):
         self.item = item
         self.task = task_from_dict(item)
         self.run = run
@@ -40,6 +40,7 @@ class Episode:
         self.limits = limits
         self.should_stop = should_stop
         self.redact = redact
+        self.record_prompt = record_prompt
         self.deadline = 0.0
 
     def _timeout(self) -> float:
@@ -105,7 +106,7 @@ class Episode:
             model.close()
 
     def _steps(self, session, instruction: str, traj: TrajWriter, rec: dict, model) -> str:
-        history: list[list] = []  # [screenshot or None, response]; old screenshots are dropped
+        history: list[list] = []  # [png or None, response, file name]; old pngs are dropped
         keep = self.agent.history_images
         for step in range(self.limits.max_steps):
             if self.should_stop():
@@ -115,8 +116,8 @@ class Episode:
             width, height = Image.open(io.BytesIO(png)).size  # reads the header only
             shot = traj.screenshot(step, png)
             t1 = time.monotonic()
-            messages = self.agent.build_messages(instruction, history, png)
-            text, parsed, tries, endpoint = "", None, 0, None
+            messages = self.agent.build_messages(instruction, [(h[0], h[1]) for h in history], png)
+            text, parsed, tries, endpoint, reply = "", None, 0, None, None
             for tries in range(self.limits.parse_retries + 1):
                 try:
                     reply = model.complete(Request(messages, step, width, height, self.should_stop,
@@ -131,8 +132,13 @@ class Episode:
                 except ParseError as e:
                     parse_error = str(e)
             t2 = time.monotonic()
-            record = {"step": step, "time": round(t_wall, 3), "screenshot": shot, "response": text, "endpoint": endpoint,
-                      "parse_retries": tries, "width": width, "height": height}
+            record = {"step": step, "time": round(t_wall, 3), "screenshot": shot, "response": text,
+                      "endpoint": endpoint, "model_version": reply.model_version, "parse_retries": tries,
+                      "width": width, "height": height}
+            if self.record_prompt:
+                record["prompt"] = _images_by_name(messages, [h[2] for h in history if h[0] is not None] + [shot])
+            if reply.token_ids is not None:
+                record.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
             rec["steps"] = step + 1
             if parsed is None:
                 record.update(action=None, error=parse_error, timings=_timings(t0, t1, t2, t2))
@@ -152,7 +158,7 @@ class Episode:
             record.update(thought=parsed.thought, action=[a.to_dict() for a in parsed.actions],
                           commands=commands, timings=_timings(t0, t1, t2, t3))
             traj.step(record)
-            history.append([png, text])
+            history.append([png, text, shot])
             for old in history[:-max(keep - 1, 0)] if keep > 1 else history:
                 old[0] = None  # the next prompt shows only the last `keep` screenshots
             if stop:
@@ -160,6 +166,19 @@ class Episode:
             if env_done:
                 return "env_done"
         return "max_steps"
+
+
+def _images_by_name(messages: list[dict], names: list[str]) -> list[dict]:
+    """The messages as sent, with each inlined image replaced by its screenshot's file name."""
+    names = iter(names)
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, list):
+            content = [{"type": "image_file", "file": next(names)} if part.get("type") == "image_url" else part
+                       for part in content]
+        out.append({"role": m["role"], "content": content})
+    return out
 
 
 def _timings(t0, t1, t2, t3) -> dict:

@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
-# A real rollout: installs what is missing, runs configs/demo.yaml, prints a summary.
+# The real pipeline, end to end: build a tiny random vision-language model,
+# start a 2-server vLLM fleet on the CPU, roll out MiniWoB++ tasks through it,
+# print the summary, stop the fleet. Installs whatever is missing first.
+# `bash scripts/demo.sh --random` skips the fleet (random-action baseline).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup_env.sh"
 cd "$ROOT"
-exec .venv/bin/cua rollout configs/demo.yaml "$@"
+CUA=.venv/bin/cua
+
+if [ "${1:-}" = "--random" ]; then
+    exec $CUA rollout configs/demo.yaml
+fi
+
+[ -f build/tiny-vlm/config.json ] || .venv/bin/python scripts/make_tiny_vlm.py build/tiny-vlm
+$CUA start-models --cpu 2 --config configs/fleet-cpu.yaml --fleet fleet/fleet.json --detach
+trap '$CUA stop-models --fleet fleet/fleet.json' EXIT
+$CUA models --fleet fleet/fleet.json
+$CUA rollout configs/demo-fleet.yaml

@@ -6,6 +6,7 @@ guided decoding makes its random weights answer well-formed actions.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +107,52 @@ def test_killed_server_episodes_move_on_and_supervisor_restarts_it(fleet):
         time.sleep(1)
     restarted = next(s for s in servers if s["url"] == victim["url"])
     assert restarted["pid"] != victim["pid"]
+
+
+def test_rolling_reload_reaches_a_watch_rollout_and_records_rl_fields(fleet):
+    work, fleet_file, doc = fleet
+    ckpt = work / "step-2"
+    shutil.copytree(work / "tiny-vlm", ckpt)  # a "new checkpoint" (dummy weights: same shapes)
+    cfg = _rollout_config(work, "rl")
+    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--fleet", str(fleet_file), "--watch",
+                          "--set", "model.record_logprobs=true", "--set", "model.record_prompt=true",
+                          "--set", "runner.poll_s=0.5", "--set", "model.retries=3"],
+                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def steps():
+            return [json.loads(line) for f in (work / "results-rl").glob("*/trajectories/*/*/traj.jsonl")
+                    for line in f.read_text().splitlines()]
+
+        deadline = time.monotonic() + 300
+        while not steps() or len(os.listdir(next((work / "results-rl").iterdir()) / "queue" / "done")) < 6:
+            assert time.monotonic() < deadline and p.poll() is None, "the first tasks did not finish"
+            time.sleep(0.5)
+        r = run_cua("models", "--fleet", str(fleet_file), "reload", str(ckpt), "--version", "step-2",
+                    timeout=900)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert all(s["model_version"] == "step-2" for s in json.loads(fleet_file.read_text())["servers"])
+        (run,) = (work / "results-rl").iterdir()
+        task = {"task_id": "after-reload", "domain": "click-test", "config": {"miniwob": "click-test", "seed": 9,
+                                                                              "episode_max_time": 120}}
+        (run / "queue" / "pending" / "after.json").write_text(json.dumps(task))
+        while not any(s for s in steps() if s.get("model_version") == "step-2"):
+            assert time.monotonic() < deadline + 600 and p.poll() is None, "the watch rollout never used step-2"
+            time.sleep(0.5)
+        os.kill(p.pid, signal.SIGINT)
+        p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    all_steps = steps()
+    versions = {s["model_version"] for s in all_steps}
+    assert str(work / "tiny-vlm") in versions and "step-2" in versions
+    for s in all_steps:
+        assert len(s["token_ids"]) == len(s["logprobs"]) > 0
+        assert all(isinstance(t, int) for t in s["token_ids"]) and all(lp <= 0 for lp in s["logprobs"])
+        images = [part["file"] for m in s["prompt"] for part in (m["content"] if isinstance(m["content"], list)
+                                                                  else []) if part["type"] == "image_file"]
+        assert images and images[-1] == s["screenshot"], "the current screenshot is the last image"
+        assert "base64" not in json.dumps(s["prompt"]), "images are referenced, never inlined"
 
 
 def test_stop_models_leaves_no_process(fleet):

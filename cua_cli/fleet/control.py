@@ -1,6 +1,9 @@
 """What the fleet commands do: run a supervisor in the foreground or detached,
 stop a fleet from its file, and read each server's status."""
 
+import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,17 +18,28 @@ from .server import gpu_holders, read_fleet
 from .supervisor import FleetError, FleetSpec, Supervisor, stop_fleet_file
 
 
+def reload_request_path(fleet_file: Path) -> Path:
+    return fleet_file.with_name(fleet_file.name + ".reload")
+
+
 def run_foreground(spec: FleetSpec, log=print) -> None:
-    """Start, then supervise until SIGINT/SIGTERM; always stop everything."""
+    """Start, then supervise until SIGINT/SIGTERM; always stop everything.
+    SIGHUP asks for a rolling reload (see `request_reload`)."""
     sup = Supervisor(spec, log)
+    reloads = []
+    signal.signal(signal.SIGHUP, lambda *_: reloads.append(1))
     with StopFlags() as flags:
         try:
             sup.start()
             log(f"fleet ready: {spec.fleet_file} ({len(sup.servers)} servers); Ctrl-C stops it")
             while not flags.count:
                 deadline = time.monotonic() + spec.check_interval_s
-                while time.monotonic() < deadline and not flags.count:
+                while time.monotonic() < deadline and not flags.count and not reloads:
                     time.sleep(0.2)
+                if reloads:
+                    reloads.clear()
+                    req = json.loads(reload_request_path(spec.fleet_file).read_text())
+                    sup.reload(req["model"], req["version"])
                 if not flags.count:
                     sup.check()
         finally:
@@ -63,6 +77,31 @@ def run_detached(argv: list[str], spec: FleetSpec, log=print) -> int:
             pass
         time.sleep(1.0)
     raise FleetError(f"the fleet was not ready in time; see {log_path}")
+
+
+def request_reload(fleet_file: Path, model: str, version: str, timeout: float, log=print) -> None:
+    """Ask the fleet's supervisor for a rolling reload and wait until every server runs `version`."""
+    doc = read_fleet(fleet_file)
+    sup = doc.get("supervisor_pid")
+    if not sup or not psutil.pid_exists(sup):
+        raise FleetError(f"{fleet_file}: its supervisor (pid {sup}) is not running; nothing can reload")
+    n = len(doc["pgids"])
+    reload_request_path(fleet_file).write_text(json.dumps({"model": model, "version": version}))
+    os.kill(sup, signal.SIGHUP)
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        servers = read_fleet(fleet_file)["servers"]
+        done = sum(1 for s in servers if s.get("model_version") == version)
+        if done != seen:
+            log(f"reload: {done}/{n} servers on {version}, {len(servers)} serving")
+            seen = done
+        if done == n and len(servers) == n:
+            return
+        if not psutil.pid_exists(sup):
+            raise FleetError("the fleet supervisor exited during the reload")
+        time.sleep(1.0)
+    raise FleetError(f"reload not finished after {timeout:.0f} s; see the logs beside {fleet_file}")
 
 
 def stop(fleet_file: Path) -> list[str]:

@@ -48,6 +48,7 @@ class Supervisor:
         self.log = log
         self.logs_dir = spec.fleet_file.parent / "logs"
         served = spec.served_model_name or Path(spec.model).name
+        self.served = served
         self.servers: list[Server] = []
         port = spec.base_port
         for i, gpus in enumerate(spec.groups):
@@ -55,7 +56,7 @@ class Supervisor:
                 port += 1
             cmd = vllm_command(spec.model, port, max(len(gpus), 1), served, spec.vllm_args)
             self.servers.append(Server(i, gpus, port, spec.model, served, cmd, dict(spec.env),
-                                       self.logs_dir / f"server-{i}.log"))
+                                       self.logs_dir / f"server-{i}.log", meta={"model_version": spec.model}))
             port += 1
         self.ready: set[int] = set()
         self.failed_checks = {s.index: 0 for s in self.servers}
@@ -139,6 +140,43 @@ class Supervisor:
         self.retry_at[s.index] = time.monotonic() + delay
         self.log(f"server {s.index}: {why}; restarting in {delay:.0f} s\n{s.tail_log(5)}")
         self.publish()
+
+    # -- rolling reload ---------------------------------------------------
+    def reload(self, model: str, version: str) -> None:
+        """Restart the servers on a new checkpoint one at a time; the others keep serving.
+
+        If a server does not come up on the new checkpoint, it goes back to
+        the old one and the reload stops there.
+        """
+        for s in self.servers:
+            old = (s.model, s.cmd, dict(s.meta))
+            self.log(f"server {s.index}: reloading on {model} (version {version})")
+            self.ready.discard(s.index)
+            self.publish()  # clients stop sending new work here first
+            s.stop()
+            s.model, s.meta["model_version"] = model, version
+            s.cmd = vllm_command(model, s.port, max(len(s.gpus), 1), self.served, self.spec.vllm_args)
+            if not self._start_and_wait(s):
+                self.log(f"server {s.index}: {model} did not come up; back to {old[0]}, reload stopped\n"
+                         f"{s.tail_log(10)}")
+                s.stop()
+                s.model, s.cmd, s.meta = old
+                self._start_and_wait(s)
+                return
+        self.log(f"reload done: every server runs {version}")
+
+    def _start_and_wait(self, s: Server) -> bool:
+        s.start()
+        self.starting_since[s.index] = time.monotonic()
+        self.publish()
+        deadline = time.monotonic() + self.spec.ready_timeout_s
+        while time.monotonic() < deadline and s.alive():
+            if s.healthy():
+                self.ready.add(s.index)
+                self.publish()
+                return True
+            time.sleep(1.0)
+        return False
 
     # -- stop -------------------------------------------------------------
     def stop(self, grace: float = 15.0) -> list[str]:

@@ -22,13 +22,17 @@ class Request:
 class Reply:
     text: str
     endpoint: str | None = None
+    model_version: str | None = None
+    token_ids: list[int] | None = None     # with record_logprobs
+    logprobs: list[float] | None = None
 
 
 def make_provider(cfg, secrets: dict, router=None):
     """The provider named by `model.provider` in the config."""
     if cfg.model.provider == "openai":
         from .openai_chat import OpenAIChat
-        return OpenAIChat(cfg.model, secrets.get("model"), router)
+        fleet = cfg.resolve_path(cfg.model.fleet) if cfg.model.fleet else None
+        return OpenAIChat(cfg.model, secrets.get("model"), router, fleet)
     if cfg.model.provider == "random":
         from .random_actions import RandomActions
         return RandomActions(cfg.model.seed, cfg.agent.coord_mode)

@@ -27,6 +27,10 @@ class Router:
             self.load[i] += 1
             return i
 
+    def take(self, i: int) -> None:
+        with self.load.get_lock():
+            self.load[i] += 1
+
     def release(self, i: int) -> None:
         with self.load.get_lock():
             self.load[i] = max(self.load[i] - 1, 0)
