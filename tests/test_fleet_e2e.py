@@ -172,3 +172,15 @@ def test_stop_models_leaves_no_process(fleet):
         except (ProcessLookupError, psutil.NoSuchProcess):
             pass
     assert left == []
+
+
+def test_server_dying_at_start_fails_fast_with_command_and_log(tmp_path):
+    fleet_file = tmp_path / "fleet.json"
+    start = time.monotonic()
+    r = run_cua("start-models", "--cpu", "1", "--model", str(tmp_path / "no-such-model"),
+                "--fleet", str(fleet_file), "--base-port", "8390", timeout=300)
+    assert r.returncode == 1
+    assert "exited with code" in r.stderr and "command:" in r.stderr and "no-such-model" in r.stderr
+    assert "last lines of" in r.stderr
+    assert time.monotonic() - start < 120, "must not wait for the ready timeout"
+    assert not fleet_file.exists()
