@@ -66,14 +66,18 @@ def rollout(config, overrides, resume, watch, fleet_file):
     except (FileNotFoundError, RuntimeError) as e:
         raise click.ClickException(str(e)) from None
     s = out.summary
+    ci = s["ci95"]
     rows = [["run", str(out.run.path)],
             ["scheduled", s["scheduled"]], ["finished", s["finished"]], ["missing", s["missing"]],
-            ["success", s["success"]], ["failure", s["failure"]], ["errors", s["errors"]],
-            ["success rate (of scheduled)", _pct(s["success_rate"])],
+            ["errors", s["errors"]],
+            ["success rate (of scheduled)",
+             _pct(s["success_rate"]) + (f"  95% CI [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")],
             ["success rate (of finished, no errors)", _pct(s["success_rate_finished"])],
             ["mean steps", f"{s['mean_steps']:.1f}" if s["mean_steps"] is not None else "-"],
-            ["stop reasons", ", ".join(f"{k}={v}" for k, v in sorted(s["stop_reasons"].items())) or "-"],
-            ["wall time", f"{out.wall_s:.1f} s"]]
+            ["errors by stop reason",
+             ", ".join(f"{k}={v}" for k, v in sorted(s["errors_by_stop_reason"].items())) or "-"],
+            ["wall time", f"{out.wall_s:.1f} s"],
+            ["more", f"cua stats {out.run.path} --by domain"]]
     click.echo(tabulate(rows, tablefmt="simple_outline"))
     if out.crashed:
         raise click.ClickException("runner processes kept crashing; see the errors above")
@@ -236,3 +240,87 @@ def reload(fleet_path, checkpoint, version, timeout, fleet_file):
     except (FleetError, FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     click.echo("reload done")
+
+
+def _read_runs(paths, tasks_file):
+    """Run folders from the arguments (shell globs welcome); bad ones are named."""
+    import glob
+
+    from .stats.readers import LayoutError, read_run
+
+    expanded = []
+    for p in paths:
+        matches = sorted(glob.glob(p)) if any(c in p for c in "*?[") and not Path(p).exists() else [p]
+        if not matches:
+            raise BadInput(f"{p}: no such run folder")
+        expanded += matches
+    runs = []
+    for p in expanded:
+        if len(expanded) > 1 and Path(p).is_file():
+            click.echo(f"warning: {p}: not a folder, skipped", err=True)
+            continue
+        try:
+            runs.append(read_run(p, tasks_file))
+        except LayoutError as e:
+            raise BadInput(str(e)) from None
+    if not runs:
+        raise BadInput("no run folders to read")
+    return runs
+
+
+FORMATS = click.Choice(["table", "json", "csv", "markdown"])
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--by", type=click.Choice(["domain", "task"]), help="Add a breakdown by domain or by task.")
+@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False, exists=True),
+              help="OSWorld task list (test_all.json): tasks with no result folder count as missing.")
+def stats(runs, fmt, by, tasks_file):
+    """Success rates, intervals, pass@k and errors of one or more runs.
+
+    Reads cua run folders, OSWorld result folders and DART rollout folders.
+    Every scheduled pair is in the denominator: missing pairs and errors score 0.
+
+    \b
+    Examples:
+      cua stats results/*
+      cua stats results/exp-* --by domain --format markdown
+      cua stats osworld_results/pyautogui/screenshot/ui-tars --tasks evaluation_examples/test_all.json
+    """
+    from .stats.figures import across, run_figures
+    from .stats.output import render_stats
+
+    data = _read_runs(runs, tasks_file)
+    click.echo(render_stats(across([run_figures(d, by) for d in data]), fmt, by))
+
+
+@main.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the tasks whose results differ, as JSON.")
+@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False, exists=True),
+              help="OSWorld task list: tasks with no result folder count as missing.")
+def compare(run_a, run_b, fmt, out, tasks_file):
+    """Paired per-task comparison of two runs, with a significance test.
+
+    \b
+    Examples:
+      cua compare results/base-20261120-0900 results/new-20261121-0900
+      cua compare runA runB --format json --out differing.json
+    """
+    import json
+
+    from .stats.compare import compare as compare_runs
+    from .stats.output import render_compare
+
+    (a,), (b,) = _read_runs([run_a], tasks_file), _read_runs([run_b], tasks_file)
+    result = compare_runs(a, b)
+    click.echo(render_compare(result, fmt))
+    if out:
+        domains = {**b.domains, **a.domains}
+        differing = {side: [{"task_id": t, "domain": domains.get(t)} for t in result[side]]
+                     for side in ("better_a", "better_b")}
+        Path(out).write_text(json.dumps(differing, indent=2) + "\n")

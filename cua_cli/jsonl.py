@@ -38,12 +38,22 @@ def read_from(path, offset: int, warn=True) -> tuple[list[dict], int]:
     except FileNotFoundError:
         return [], offset
     end = data.rfind(b"\n") + 1
-    rows = []
-    for lineno, raw in enumerate(data[:end].splitlines(), 1):
-        if not raw.strip():
-            continue
+    lines = [raw for raw in data[:end].splitlines() if raw.strip()]
+    try:
+        # One parse of the whole block is several times faster than one per line.
+        rows = json.loads(b"[" + b",".join(lines) + b"]")
+        if all(isinstance(r, dict) for r in rows):
+            lines = []
+        else:
+            rows = []
+    except ValueError:
+        rows = []
+    for raw in lines:  # only when a line is bad: find and skip it
         try:
-            rows.append(json.loads(raw))
+            row = json.loads(raw)
+            if not isinstance(row, dict):
+                raise ValueError("not an object")
+            rows.append(row)
         except ValueError:
             if warn:
                 print(f"warning: {path}: skipped a malformed line near byte {offset}", file=sys.stderr)

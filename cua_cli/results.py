@@ -1,4 +1,4 @@
-"""Reading a run folder back: final results per (task, sample) and a summary."""
+"""Reading a cua run folder back, also while it runs: scheduled pairs and final results."""
 
 from collections import Counter
 from pathlib import Path
@@ -28,20 +28,6 @@ class RunReader:
         return self
 
     def summary(self) -> dict:
-        """Counts and rates; missing pairs count 0 in `success_rate`."""
-        finals = [self.final[p] for p in self.scheduled if p in self.final]
-        outcomes = Counter(r["outcome"] for r in finals)
-        scored = [r for r in finals if r["outcome"] != "error"]
-        n = len(self.scheduled)
-        return {
-            "scheduled": n,
-            "finished": len(finals),
-            "missing": n - len(finals),
-            "success": outcomes["success"],
-            "failure": outcomes["failure"],
-            "errors": outcomes["error"],
-            "success_rate": sum(r["score"] or 0 for r in finals) / n if n else None,
-            "success_rate_finished": sum(r["score"] for r in scored) / len(scored) if scored else None,
-            "mean_steps": sum(r["steps"] for r in finals) / len(finals) if finals else None,
-            "stop_reasons": dict(Counter(r["stop_reason"] for r in finals)),
-        }
+        """Live counts for the progress bar (`cua stats` has the full figures)."""
+        outcomes = Counter(r["outcome"] for p, r in self.final.items() if p in self.scheduled)
+        return {"success": outcomes["success"], "failure": outcomes["failure"], "errors": outcomes["error"]}

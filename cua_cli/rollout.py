@@ -16,6 +16,8 @@ from .progress import Progress
 from .redact import Redactor
 from .rundir import RunDir
 from .signals import StopFlags
+from .stats.figures import run_figures
+from .stats.readers import read_run
 from .tasks import load_tasks
 
 
@@ -74,7 +76,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
         progress.close()
         if local:
             local.stop()
-    summary = progress.reader.refresh(warn=True).summary()
+    summary = run_figures(read_run(run.path))
     return Outcome(run, summary, time.monotonic() - start, stopping > 0, pool.crashed)
 
 

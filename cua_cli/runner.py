@@ -56,7 +56,8 @@ class Episode:
         rel = self.run.traj_rel(t.task_id, item["sample"], item["attempt"])
         rec = {"task_id": t.task_id, "domain": t.domain, "sample": item["sample"], "attempt": item["attempt"],
                "outcome": "error", "reward": None, "score": None, "steps": 0, "stop_reason": "env_error",
-               "duration_s": 0.0, "error": None, "traj": rel, "instruction": t.instruction}
+               "duration_s": 0.0, "error": None, "traj": rel, "instruction": t.instruction,
+               "evaluator_func": t.evaluator.get("func") if isinstance(t.evaluator.get("func"), str) else None}
         start = time.monotonic()
         self.deadline = start + self.limits.episode_timeout_s
         session = None

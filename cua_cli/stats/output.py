@@ -1,0 +1,109 @@
+"""Rendering stats and comparisons as a terminal table, JSON, CSV or Markdown."""
+
+import csv
+import io
+import json
+
+from tabulate import tabulate
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _ci(ci) -> str:
+    return "-" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def _run_row(r: dict) -> dict:
+    row = {"run": r["run"], "layout": r["layout"], "scheduled": r["scheduled"], "finished": r["finished"],
+           "missing": r["missing"], "errors": r["errors"], "success %": _pct(r["success_rate"]),
+           "95% CI": _ci(r["ci95"]), "of finished %": _pct(r["success_rate_finished"])}
+    for k, v in r["pass_at_k"].items():
+        if len(r["pass_at_k"]) > 1:
+            row[f"pass@{k} %"] = _pct(v)
+    row["mean steps"] = "-" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}"
+    return row
+
+
+def _flat(r: dict) -> dict:
+    """One CSV row of a run: scalars, the interval bounds and pass@k columns."""
+    row = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
+    row["ci95_low"], row["ci95_high"] = r["ci95"] or (None, None)
+    for name in ("pass_at_k", "pass_hat_k"):
+        for k, v in r[name].items():
+            row[f"{name}_{k}"] = v
+    return row
+
+
+def _breakdown(runs: list[dict], by: str) -> list[dict]:
+    key = "domains" if by == "domain" else "tasks"
+    rows = []
+    for r in runs:
+        for name, f in r.get(key, {}).items():
+            rows.append({"run": r["run"], by: name, **{k: v for k, v in f.items() if k != "domain"}})
+    return rows
+
+
+def _csv(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def render_stats(result: dict, fmt: str, by: str | None) -> str:
+    runs = result["runs"]
+    if fmt == "json":
+        return json.dumps(result, indent=2)
+    if fmt == "csv":
+        return _csv(_breakdown(runs, by) if by else [_flat(r) for r in runs])
+    tablefmt = "github" if fmt == "markdown" else "simple_outline"
+    parts = [tabulate([_run_row(r) for r in runs], headers="keys", tablefmt=tablefmt, disable_numparse=True)]
+    if len(runs) > 1:
+        std = result["std_success_rate"]
+        parts.append(f"mean success rate over {len(runs)} runs: {_pct(result['mean_success_rate'])}%"
+                     f" (sample std {_pct(std)} points)")
+    if by:
+        rows = [{k: v for k, v in row.items() if not k.startswith("success_rate")}
+                | {"success %": _pct(row["success_rate"]), "of finished %": _pct(row["success_rate_finished"])}
+                for row in _breakdown(runs, by)]
+        parts.append(tabulate(rows, headers="keys", tablefmt=tablefmt, disable_numparse=True))
+    groups = [{"run": r["run"], "group": g, "scheduled": f["scheduled"], "success %": _pct(f["success_rate"])}
+              for r in runs for g, f in r["groups"].items()]
+    groups += [{"run": r["run"], "group": "infeasible tasks", "scheduled": r["infeasible"]["scheduled"],
+                "success %": _pct(r["infeasible"]["success_rate"])} for r in runs if r["infeasible"]]
+    if groups:
+        parts.append(tabulate(groups, headers="keys", tablefmt=tablefmt, disable_numparse=True))
+    for r in runs:
+        if r["errors_by_stop_reason"]:
+            reasons = ", ".join(f"{k}={v}" for k, v in sorted(r["errors_by_stop_reason"].items()))
+            parts.append(f"{r['run']}: errors by stop reason: {reasons}")
+    return "\n\n".join(parts)
+
+
+def render_compare(result: dict, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(result, indent=2)
+    summary = {"run A": result["run_a"], "run B": result["run_b"], "tasks shared": result["tasks_shared"],
+               "A better": len(result["better_a"]), "B better": len(result["better_b"]), "same": result["same"],
+               "mean A %": _pct(result["mean_a"]), "mean B %": _pct(result["mean_b"]),
+               "delta (B-A) points": "-" if result["delta"] is None else f"{100 * result['delta']:+.1f}",
+               "p-value": f"{result['p_value']:.4g}", "test": result["test"]}
+    domains = [{"domain": d, "tasks": v["tasks"], "delta (B-A) points": f"{100 * v['delta']:+.1f}"}
+               for d, v in result["domains"].items()]
+    if fmt == "csv":
+        return _csv([summary]) + "\n" + _csv(domains)
+    tablefmt = "github" if fmt == "markdown" else "simple_outline"
+    parts = [tabulate(list(summary.items()), tablefmt=tablefmt, disable_numparse=True),
+             tabulate(domains, headers="keys", tablefmt=tablefmt, disable_numparse=True)]
+    for label, key in (("better in A", "better_a"), ("better in B", "better_b"),
+                       ("only in A", "only_a"), ("only in B", "only_b")):
+        if result[key]:
+            shown = ", ".join(result[key][:20]) + (f", ... ({len(result[key])} in all)" if len(result[key]) > 20 else "")
+            parts.append(f"{label}: {shown}")
+    return "\n\n".join(parts)
