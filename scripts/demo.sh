@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real pipeline, end to end: build a tiny random vision-language model,
 # start a 2-server vLLM fleet on the CPU, roll out MiniWoB++ tasks through it,
-# print the summary, stop the fleet. Installs whatever is missing first.
+# print the stats, stop the fleet. Installs whatever is missing first.
 # `bash scripts/demo.sh --random` skips the fleet (random-action baseline).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,7 +10,9 @@ cd "$ROOT"
 CUA=.venv/bin/cua
 
 if [ "${1:-}" = "--random" ]; then
-    exec $CUA rollout configs/demo.yaml
+    $CUA rollout configs/demo.yaml
+    $CUA stats --by domain "$(ls -td results/demo-2* | head -1)"
+    exit
 fi
 
 [ -f build/tiny-vlm/config.json ] || .venv/bin/python scripts/make_tiny_vlm.py build/tiny-vlm
@@ -18,3 +20,4 @@ $CUA start-models --cpu 2 --config configs/fleet-cpu.yaml --fleet fleet/fleet.js
 trap '$CUA stop-models --fleet fleet/fleet.json' EXIT
 $CUA models --fleet fleet/fleet.json
 $CUA rollout configs/demo-fleet.yaml
+$CUA stats --by domain "$(ls -td results/demo-fleet-* | head -1)"

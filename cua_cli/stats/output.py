@@ -15,8 +15,9 @@ def _ci(ci) -> str:
     return "-" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
-def _run_row(r: dict) -> dict:
-    row = {"run": r["run"], "layout": r["layout"], "scheduled": r["scheduled"], "finished": r["finished"],
+def _run_row(r: dict, layout: bool) -> dict:
+    row = {"run": r["run"], **({"layout": r["layout"]} if layout else {}),
+           "scheduled": r["scheduled"], "finished": r["finished"],
            "missing": r["missing"], "errors": r["errors"], "success %": _pct(r["success_rate"]),
            "95% CI": _ci(r["ci95"]), "of finished %": _pct(r["success_rate_finished"])}
     for k, v in r["pass_at_k"].items():
@@ -63,7 +64,8 @@ def render_stats(result: dict, fmt: str, by: str | None) -> str:
     if fmt == "csv":
         return _csv(_breakdown(runs, by) if by else [_flat(r) for r in runs])
     tablefmt = "github" if fmt == "markdown" else "simple_outline"
-    parts = [tabulate([_run_row(r) for r in runs], headers="keys", tablefmt=tablefmt, disable_numparse=True)]
+    mixed = len({r["layout"] for r in runs}) > 1
+    parts = [tabulate([_run_row(r, mixed) for r in runs], headers="keys", tablefmt=tablefmt, floatfmt=".1f")]
     if len(runs) > 1:
         std = result["std_success_rate"]
         parts.append(f"mean success rate over {len(runs)} runs: {_pct(result['mean_success_rate'])}%"
@@ -72,13 +74,13 @@ def render_stats(result: dict, fmt: str, by: str | None) -> str:
         rows = [{k: v for k, v in row.items() if not k.startswith("success_rate")}
                 | {"success %": _pct(row["success_rate"]), "of finished %": _pct(row["success_rate_finished"])}
                 for row in _breakdown(runs, by)]
-        parts.append(tabulate(rows, headers="keys", tablefmt=tablefmt, disable_numparse=True))
+        parts.append(tabulate(rows, headers="keys", tablefmt=tablefmt, floatfmt=".1f"))
     groups = [{"run": r["run"], "group": g, "scheduled": f["scheduled"], "success %": _pct(f["success_rate"])}
               for r in runs for g, f in r["groups"].items()]
     groups += [{"run": r["run"], "group": "infeasible tasks", "scheduled": r["infeasible"]["scheduled"],
                 "success %": _pct(r["infeasible"]["success_rate"])} for r in runs if r["infeasible"]]
     if groups:
-        parts.append(tabulate(groups, headers="keys", tablefmt=tablefmt, disable_numparse=True))
+        parts.append(tabulate(groups, headers="keys", tablefmt=tablefmt, floatfmt=".1f"))
     for r in runs:
         if r["errors_by_stop_reason"]:
             reasons = ", ".join(f"{k}={v}" for k, v in sorted(r["errors_by_stop_reason"].items()))
@@ -100,7 +102,8 @@ def render_compare(result: dict, fmt: str) -> str:
         return _csv([summary]) + "\n" + _csv(domains)
     tablefmt = "github" if fmt == "markdown" else "simple_outline"
     parts = [tabulate(list(summary.items()), tablefmt=tablefmt, disable_numparse=True),
-             tabulate(domains, headers="keys", tablefmt=tablefmt, disable_numparse=True)]
+             tabulate(domains, headers="keys", tablefmt=tablefmt, disable_numparse=True,
+                      colalign=("left", "right", "right"))]
     for label, key in (("better in A", "better_a"), ("better in B", "better_b"),
                        ("only in A", "only_a"), ("only in B", "only_b")):
         if result[key]:
