@@ -324,3 +324,34 @@ def compare(run_a, run_b, fmt, out, tasks_file):
         differing = {side: [{"task_id": t, "domain": domains.get(t)} for t in result[side]]
                      for side in ("better_a", "better_b")}
         Path(out).write_text(json.dumps(differing, indent=2) + "\n")
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--out", type=click.Path(file_okay=False), help="Report folder (default: RUN/view).")
+def view(runs, out):
+    """Write a static HTML report of a run: open index.html in any browser.
+
+    With two runs, also a page of the tasks whose results differ.
+
+    \b
+    Examples:
+      cua view results/exp-20261121-0900
+      cua view results/base-20261120-0900 results/new-20261121-0900
+    """
+    from .view.report import Report, build_compare
+
+    if len(runs) > 2:
+        raise BadInput("cua view takes one run, or two to compare")
+    try:
+        reports = [Report(r, Path(out) / (f"run-{i}" if len(runs) == 2 else "") if out else None)
+                   for i, r in enumerate(runs)]
+    except FileNotFoundError as e:
+        raise BadInput(str(e)) from None
+    pages = [r.build() for r in reports]
+    if len(reports) == 1:
+        click.echo(pages[0])
+        return
+    a, b = reports
+    target = Path(out) / "compare.html" if out else a.out / f"compare-{b.run.name}.html"
+    click.echo(build_compare(a, b, target.resolve()))

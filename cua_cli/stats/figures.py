@@ -53,7 +53,7 @@ def _scores(finals) -> np.ndarray:
 
 def counts(finals: list, ci: bool = True) -> dict:
     finished = [f for f in finals if f is not None]
-    judged = [f.score for f in finished if f.outcome != "error"]
+    judged = [f.score or 0.0 for f in finished if f.outcome != "error"]
     scores = _scores(finals)
     binary = bool(np.all((scores == 0) | (scores == 1)))
     n = len(finals)

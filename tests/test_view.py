@@ -1,0 +1,150 @@
+"""`cua view`, checked the way a person sees it: rendered in real headless Chromium."""
+
+import json
+import pathlib
+import random
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from conftest import run_cua
+from cua_cli.envserver.miniwob_backend import _chrome_paths
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    binary, driver = _chrome_paths()
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1300,1000",
+                f"--user-data-dir={tmp_path_factory.mktemp('profile')}"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(driver), options=opts)
+    yield d
+    d.quit()
+
+
+def open_page(browser, path):
+    browser.get(pathlib.Path(path).as_uri())
+    problems = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert problems == [], problems  # no JavaScript errors, no missing files
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("view")
+    (work / "c.yaml").write_text("""
+run: {name: viewed, results_dir: results}
+tasks: {kind: miniwob, miniwob: {names: [click-test, click-button, focus-text], seeds: [0, 1]}}
+env: {url: local, local: {max_envs: 2}}
+model: {provider: random, seed: 5}
+runner: {num_envs: 2, max_steps: 4}
+""")
+    assert run_cua("rollout", str(work / "c.yaml")).returncode == 0
+    (run_dir,) = (work / "results").iterdir()
+    return run_dir
+
+
+def finals(run_dir):
+    out = {}
+    for rec in map(json.loads, (run_dir / "episodes.jsonl").read_text().splitlines()):
+        out[(rec["task_id"], rec["sample"])] = rec
+    return out
+
+
+def test_index_lists_every_pair_filters_and_sorts(browser, run):
+    r = run_cua("view", str(run))
+    assert r.returncode == 0
+    index = pathlib.Path(r.stdout.strip())
+    assert index == run / "view" / "index.html"
+    open_page(browser, index)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+    shown = [row.find_element(By.TAG_NAME, "a").text for row in rows]
+    assert sorted(shown) == sorted(t for t, _ in finals(run))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart rect")) == 2 * 3  # one bar per domain
+    Select(browser.find_element(By.ID, "f-outcome")).select_by_value("success")
+    outcomes = {row.find_elements(By.TAG_NAME, "td")[3].text
+                for row in browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")}
+    wins = sum(rec["outcome"] == "success" for rec in finals(run).values())
+    assert outcomes <= {"success"} and len(browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")) == wins
+    Select(browser.find_element(By.ID, "f-outcome")).select_by_value("")
+    browser.find_element(By.CSS_SELECTOR, 'th[data-key="steps"]').click()
+    steps = [int(row.find_elements(By.TAG_NAME, "td")[5].text)
+             for row in browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")]
+    assert steps == sorted(steps)
+
+
+def test_episode_page_shows_each_step_with_a_marker_where_the_agent_clicked(browser, run):
+    open_page(browser, run / "view" / "index.html")
+    link = browser.find_element(By.CSS_SELECTOR, "#episodes tbody a")
+    task = link.text
+    link.click()
+    problems = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert problems == []
+    rec = finals(run)[(task, 0)]
+    steps = [json.loads(line) for line in (run / rec["traj"] / "traj.jsonl").read_text().splitlines()]
+    imgs = browser.find_elements(By.CSS_SELECTOR, ".step .shot img")
+    assert len(imgs) == rec["steps"] == len(steps)
+    assert all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i)
+               for i in imgs), "every screenshot loads"
+    assert rec["instruction"] in browser.find_element(By.TAG_NAME, "main").text
+    for img, st in zip(imgs, steps):
+        point = [a for a in st["action"] if "x" in a]
+        marks = img.find_elements(By.XPATH, "../*[name()='svg']/*[name()='circle' and contains(@class, 'mark')]")
+        assert len(marks) == len(point)
+        for mark, a in zip(marks, point):
+            box, shot = mark.rect, img.rect
+            scale = shot["width"] / st["width"]
+            cx, cy = box["x"] + box["width"] / 2 - shot["x"], box["y"] + box["height"] / 2 - shot["y"]
+            assert abs(cx - a["x"] * scale) < 3 and abs(cy - a["y"] * scale) < 3, "marker sits on the click"
+    assert browser.find_element(By.LINK_TEXT, "all episodes")
+
+
+def test_compare_page_links_into_both_runs(browser, run, tmp_path):
+    other = tmp_path / "other"
+    # A second run of the same pairs where every result is flipped: all tasks differ.
+    other.mkdir()
+    (other / "scheduled.jsonl").write_text((run / "scheduled.jsonl").read_text())
+    lines = []
+    for rec in finals(run).values():
+        flipped = 1.0 - rec["score"]
+        lines.append(json.dumps(dict(rec, score=flipped, outcome="success" if flipped == 1 else "failure",
+                                     traj=None)))
+    (other / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    r = run_cua("view", str(run), str(other), "--out", str(tmp_path / "cmp"))
+    assert r.returncode == 0, r.stderr
+    page = pathlib.Path(r.stdout.strip())
+    open_page(browser, page)
+    rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == len({t for t, _ in finals(run)})
+    for a in browser.find_elements(By.CSS_SELECTOR, "tbody a")[:4]:
+        href = a.get_attribute("href")
+        assert pathlib.Path(browser.execute_script("return decodeURIComponent(arguments[0])", href[7:])).exists()
+    # outside the run folder the screenshots were linked in, so the report stands alone
+    assert list((tmp_path / "cmp" / "run-0" / "shots").rglob("step_0000.png"))
+
+
+def test_large_run_in_progress(browser, tmp_path):
+    big = tmp_path / "big"
+    big.mkdir()
+    rng = random.Random(0)
+    (big / "scheduled.jsonl").write_text("".join(
+        json.dumps({"task_id": f"task-{i:05d}", "domain": f"d{i % 7}", "sample": 0}) + "\n" for i in range(10000)))
+    wins = [rng.random() < 0.3 for _ in range(9000)]
+    (big / "episodes.jsonl").write_text("".join(
+        json.dumps({"task_id": f"task-{i:05d}", "domain": f"d{i % 7}", "sample": 0, "attempt": 0,
+                    "outcome": "success" if wins[i] else "failure", "score": float(wins[i]), "reward": None,
+                    "steps": rng.randint(1, 15), "stop_reason": "finished", "duration_s": 3.0, "error": None,
+                    "traj": None}) + "\n" for i in range(9000)))  # 1,000 pairs still running
+    r = run_cua("view", str(big))
+    assert r.returncode == 0, r.stderr
+    open_page(browser, big / "view" / "index.html")
+    assert "10000 of 10000 episodes" in browser.find_element(By.ID, "shown").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")) == 500  # paged
+    Select(browser.find_element(By.ID, "f-outcome")).select_by_value("missing")
+    assert browser.find_element(By.ID, "shown").text.startswith("1000 of 10000")
