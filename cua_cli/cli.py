@@ -22,9 +22,12 @@ def main():
     """Run computer-use (GUI) agents at scale.
 
     \b
-    Example:
-      cua env-server --port 8100 &
-      cua rollout configs/demo.yaml
+    Examples:
+      cua start-models --gpus 0-7 --model /ckpt/UI-TARS-1.5-7B --detach
+      cua rollout configs/exp.yaml --fleet fleet/fleet.json
+      cua stats results/* --by domain
+      cua compare results/base-20261120-0900 results/new-20261121-0900
+      cua view results/new-20261121-0900
     """
 
 
