@@ -118,8 +118,9 @@ class Pool:
         for i in range(len(self.specs)):
             self._spawn(i)
 
-    def alive(self) -> bool:
-        return any(p is not None and p.is_alive() for p in self.procs)
+    def running(self) -> bool:
+        """Some runner is alive or not yet reaped."""
+        return any(p is not None for p in self.procs)
 
     def supervise(self) -> None:
         """Reap runners that died; restart them while the run goes on."""

@@ -58,7 +58,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     try:
         with StopFlags() as flags:
             pool.start()
-            while any(p is not None for p in pool.procs):
+            while pool.running():
                 time.sleep(0.25)
                 if flags.count >= 2 and stopping < 2:
                     stopping = 2

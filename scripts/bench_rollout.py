@@ -11,7 +11,6 @@ steady-state steps/s against it and the peak memory of cua's processes.
 """
 
 import argparse
-import base64
 import io
 import json
 import os

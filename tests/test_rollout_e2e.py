@@ -5,15 +5,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import psutil
-import pytest
 
-from conftest import CUA, ROOT, run_cua
+from conftest import CUA, run_cua
 from cua_cli.jsonl import read_lines
 
 TASKS = "[click-test, click-test-2, click-button]"

@@ -15,21 +15,23 @@ class Router:
         import multiprocessing as mp
         ctx = ctx or mp.get_context("spawn")
         self.load = ctx.Array("i", n)        # episodes in flight per endpoint
+        self.total = ctx.Array("i", n)       # episodes ever sent: breaks ties so idle servers take turns
         self.bad_until = ctx.Array("d", n)   # time.time() until which an endpoint is skipped
 
     def acquire(self, exclude: int | None = None) -> int:
         """The least-loaded healthy endpoint (or the least-bad one if all failed)."""
         with self.load.get_lock():
             now = time.time()
-            order = sorted(range(len(self.load)),
-                           key=lambda i: (i == exclude, self.bad_until[i] > now, self.load[i], i))
-            i = order[0]
+            i = min(range(len(self.load)),
+                    key=lambda i: (i == exclude, self.bad_until[i] > now, self.load[i], self.total[i], i))
             self.load[i] += 1
+            self.total[i] += 1
             return i
 
     def take(self, i: int) -> None:
         with self.load.get_lock():
             self.load[i] += 1
+            self.total[i] += 1
 
     def release(self, i: int) -> None:
         with self.load.get_lock():

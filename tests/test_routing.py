@@ -1,0 +1,34 @@
+"""Least-loaded routing shared by runner processes (real shared memory, real processes)."""
+
+import multiprocessing as mp
+
+from cua_cli.models.routing import Router
+
+
+def _take_and_hold(router, n, out):
+    out.put([router.acquire() for _ in range(n)])
+
+
+def test_least_loaded_across_processes():
+    ctx = mp.get_context("spawn")
+    router = Router(3, ctx)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_take_and_hold, args=(router, 2, out)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    picks = sorted(i for _ in procs for i in out.get(timeout=60))
+    for p in procs:
+        p.join()
+    assert picks == [0, 0, 1, 1, 2, 2], "six episodes in flight spread evenly over three servers"
+
+
+def test_idle_servers_take_turns_and_failed_ones_are_skipped():
+    router = Router(2)
+    first = router.acquire()
+    router.release(first)
+    second = router.acquire()
+    assert {first, second} == {0, 1}, "sequential episodes alternate, so both caches warm up"
+    router.release(second)
+    router.failed(0)
+    assert [router.acquire() for _ in range(3)] == [1, 1, 1]
+    assert router.acquire(exclude=1) == 0
