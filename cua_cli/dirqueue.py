@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
+from .episodes import error_line
 from .jsonl import append_line, read_from
 from .names import pair_key
 
@@ -200,11 +201,9 @@ class DirQueue:
                 state = "failed" if item["errors"] >= self.max_attempts else "pending"
                 if state == "failed":
                     # The pair ends here: leave an honest line rather than nothing.
-                    append_line(self.episodes_path, {
-                        "task_id": item["task_id"], "domain": item.get("domain"), "sample": item["sample"],
-                        "attempt": item["attempt"] - 1, "outcome": "error", "reward": None, "score": None,
-                        "steps": 0, "stop_reason": "runner_lost", "duration_s": 0.0,
-                        "error": f"runner {lease.get('host')}:{pid} stopped renewing its claim", "traj": None})
+                    lost = dict(item, attempt=item["attempt"] - 1)
+                    append_line(self.episodes_path, error_line(
+                        lost, "runner_lost", f"runner {lease.get('host')}:{pid} stopped renewing its claim"))
                 _write_atomic(self._path(state, entry.name[:-5]), item)
                 os.remove(entry.path)
                 n += 1

@@ -1,12 +1,12 @@
 """Starts the built-in env server for a rollout whose config says `env.url: local`."""
 
-import os
 import re
 import select
-import signal
 import subprocess
 import sys
 import time
+
+from .procgroup import kill_group
 
 
 class LocalEnvServer:
@@ -41,25 +41,7 @@ class LocalEnvServer:
                            f"command: {' '.join(self.args)}")
 
     def stop(self, grace: float = 10.0) -> None:
-        if self.proc is None or self.proc.poll() is not None and not _group_alive(self.proc.pid):
+        if self.proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _group_alive(self.proc.pid):
-                self.proc.poll()
-                time.sleep(0.1)
-            if not _group_alive(self.proc.pid):
-                break
+        kill_group(self.proc.pid, grace, kill_wait=5.0)
         self.proc.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from .config import Config, ConfigError
-from .fleet.server import read_fleet
+from .fleet.server import api_base, read_fleet
 from .localenv import LocalEnvServer
 from .models import make_provider
 from .pool import Pool
@@ -17,7 +17,7 @@ from .redact import Redactor
 from .rundir import RunDir
 from .signals import StopFlags
 from .stats.figures import run_figures
-from .stats.readers import read_run
+from .stats.readers import from_reader
 from .tasks import load_tasks
 
 
@@ -76,7 +76,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
         progress.close()
         if local:
             local.stop()
-    summary = run_figures(read_run(run.path))
+    summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     return Outcome(run, summary, time.monotonic() - start, stopping > 0, pool.crashed)
 
 
@@ -90,5 +90,5 @@ def use_fleet(cfg: Config) -> None:
     if not doc["servers"]:
         raise ConfigError(f"{cfg.source}: model.fleet: {path} lists no healthy server")
     cfg.model.provider = "openai"
-    cfg.model.endpoints = [s["url"].rstrip("/") + "/v1" for s in doc["servers"]]
+    cfg.model.endpoints = [api_base(s["url"]) for s in doc["servers"]]
     cfg.model.name = doc["servers"][0]["served_model_name"]

@@ -14,6 +14,7 @@ from PIL import Image
 
 from .actions import TERMINAL, to_command
 from .agents.uitars import ParseError, UITarsAgent
+from .episodes import error_line
 from .models import Request
 from .retry import InfraError, Stopped
 from .rundir import RunDir, TrajWriter
@@ -54,10 +55,9 @@ class Episode:
         """Play one attempt; always returns its episode record (see README)."""
         t, item = self.task, self.item
         rel = self.run.traj_rel(t.task_id, item["sample"], item["attempt"])
-        rec = {"task_id": t.task_id, "domain": t.domain, "sample": item["sample"], "attempt": item["attempt"],
-               "outcome": "error", "reward": None, "score": None, "steps": 0, "stop_reason": "env_error",
-               "duration_s": 0.0, "error": None, "traj": rel, "instruction": t.instruction,
-               "evaluator_func": t.evaluator.get("func") if isinstance(t.evaluator.get("func"), str) else None}
+        rec = error_line(item, "env_error", traj=rel)
+        rec.update(domain=t.domain, instruction=t.instruction,
+                   evaluator_func=t.evaluator.get("func") if isinstance(t.evaluator.get("func"), str) else None)
         start = time.monotonic()
         self.deadline = start + self.limits.episode_timeout_s
         session = None
@@ -188,6 +188,4 @@ def _timings(t0, t1, t2, t3) -> dict:
 
 def bad_task_record(item: dict, error: Exception) -> dict:
     """The episode line of a task that could not even start."""
-    return {"task_id": item["task_id"], "domain": item.get("domain"), "sample": item["sample"],
-            "attempt": item["attempt"], "outcome": "error", "reward": None, "score": None, "steps": 0,
-            "stop_reason": "bad_task", "duration_s": 0.0, "error": f"bad task: {error}", "traj": None}
+    return error_line(item, "bad_task", f"bad task: {error}")

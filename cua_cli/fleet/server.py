@@ -3,10 +3,8 @@
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -14,6 +12,8 @@ from pathlib import Path
 
 import psutil
 import requests
+
+from ..procgroup import kill_group, live
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -23,33 +23,6 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
             return True
         except OSError:
             return False
-
-
-def group_members(pgid: int) -> list[psutil.Process]:
-    """Live (non-zombie) processes of a process group."""
-    out = []
-    for p in psutil.process_iter(["status"]):
-        try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
-                out.append(p)
-        except (ProcessLookupError, psutil.NoSuchProcess):
-            pass
-    return out
-
-
-def kill_group(pgid: int, grace: float) -> bool:
-    """SIGTERM the group, SIGKILL after `grace` s; True once no live member is left."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return True
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not group_members(pgid):
-                return True
-            time.sleep(0.2)
-    return not group_members(pgid)
 
 
 @dataclass
@@ -111,11 +84,10 @@ class Server:
                 p.kill()
             except psutil.NoSuchProcess:
                 pass
-        psutil.wait_procs(strays, timeout=10)
+        _, alive = psutil.wait_procs(strays, timeout=10)
         self.stopped_pids.update(p.pid for p in strays)
         self.stopped_pids.add(self.proc.pid)
-        return gone and not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in strays
-                                if _exists(p))
+        return gone and not any(live(p) for p in alive)
 
     def tail_log(self, n: int = 25) -> str:
         try:
@@ -131,14 +103,6 @@ class Server:
                 "started_at": self.started_at, "restarts": self.restarts, "log": str(self.log_path), **self.meta}
 
 
-def _exists(p: psutil.Process) -> bool:
-    try:
-        p.status()
-        return True
-    except psutil.NoSuchProcess:
-        return False
-
-
 def gpu_holders(pids: set[int]) -> list[str]:
     """Where nvidia-smi exists: which of `pids` still hold GPU memory."""
     if not shutil.which("nvidia-smi"):
@@ -151,6 +115,11 @@ def gpu_holders(pids: set[int]) -> list[str]:
         if pid.strip().isdigit() and int(pid) in pids:
             held.append(f"pid {pid.strip()} holds {mem.strip()}")
     return held
+
+
+def api_base(url: str) -> str:
+    """The OpenAI-compatible base URL of a fleet server."""
+    return url.rstrip("/") + "/v1"
 
 
 def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids: list[int]) -> None:

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .server import Server, kill_group, port_free, write_fleet
+from ..procgroup import kill_group
+from .server import Server, port_free, write_fleet
 
 
 class FleetError(RuntimeError):

@@ -8,13 +8,13 @@ afresh whenever the file changes (a rolling reload changes it under us).
 """
 
 import itertools
-import json
 import os
 import threading
 
 import requests
 
 from ..agents.uitars import GUIDED_REGEX
+from ..fleet.server import api_base, read_fleet
 from ..retry import InfraError, with_retries
 from . import Reply, Request
 from .routing import Router
@@ -38,11 +38,11 @@ class OpenAIChat:
         try:
             mtime = os.stat(self.fleet_file).st_mtime
             if mtime != self._versions[0]:
-                doc = json.loads(open(self.fleet_file).read())
-                self._versions = (mtime, {s["url"].rstrip("/") + "/v1": s.get("model_version") or s.get("model")
-                                          for s in doc.get("servers", [])})
+                servers = read_fleet(self.fleet_file)["servers"]
+                self._versions = (mtime, {api_base(s["url"]): s.get("model_version") or s.get("model")
+                                          for s in servers})
         except (OSError, ValueError):
-            pass
+            pass  # mid-rewrite or gone: keep the versions last read
         return self._versions[1].get(endpoint)
 
     def http(self) -> requests.Session:

@@ -2,7 +2,7 @@
 
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -45,12 +45,8 @@ def compare(a: RunData, b: RunData) -> dict:
     sa, sb = task_scores(a), task_scores(b)
     shared = sorted(set(sa) & set(sb))
     diffs = np.array([sb[t] - sa[t] for t in shared])
-    samples_a = defaultdict(int)
-    samples_b = defaultdict(int)
-    for t, _ in a.pairs:
-        samples_a[t] += 1
-    for t, _ in b.pairs:
-        samples_b[t] += 1
+    samples_a = Counter(t for t, _ in a.pairs)
+    samples_b = Counter(t for t, _ in b.pairs)
     one_binary = all(samples_a[t] == 1 and samples_b[t] == 1 and sa[t] in (0.0, 1.0) and sb[t] in (0.0, 1.0)
                      for t in shared)
     if one_binary:

@@ -52,23 +52,29 @@ def read_run(path, tasks_file=None) -> RunData:
 
 
 def _read_cua(p: Path) -> RunData:
-    reader = RunReader(p).refresh(warn=True)
-    data = RunData(p.name, "cua")
+    return from_reader(RunReader(p).refresh(warn=True))
+
+
+def from_reader(reader: RunReader) -> RunData:
+    """A cua run already read (the rollout's progress reader, a report's) in the common shape."""
+    data = RunData(reader.path.name, "cua")
     for pair, domain in reader.scheduled.items():
         data.domains.setdefault(pair[0], domain)
         rec = reader.final.get(pair)
-        data.pairs[pair] = None if rec is None else Final(rec["outcome"], rec.get("score"), rec.get("steps"),
-                                                           rec.get("duration_s"), rec.get("stop_reason"))
+        data.pairs[pair] = None if rec is None else _final(rec)
     for pair, rec in reader.final.items():
         if rec.get("evaluator_func") == "infeasible":
             data.infeasible.add(pair[0])
         if pair not in reader.scheduled:
             # A line without its scheduled pair (an older run, a hand-made folder): still counted.
-            print(f"warning: {p}: {pair} has an episode line but was never scheduled", file=sys.stderr)
+            print(f"warning: {reader.path}: {pair} has an episode line but was never scheduled", file=sys.stderr)
             data.domains.setdefault(pair[0], rec.get("domain"))
-            data.pairs[pair] = Final(rec["outcome"], rec.get("score"), rec.get("steps"), rec.get("duration_s"),
-                                     rec.get("stop_reason"))
+            data.pairs[pair] = _final(rec)
     return data
+
+
+def _final(rec: dict) -> Final:
+    return Final(rec["outcome"], rec.get("score"), rec.get("steps"), rec.get("duration_s"), rec.get("stop_reason"))
 
 
 def _read_float(path: Path):

@@ -19,7 +19,7 @@ from ..names import pair_key
 from ..results import RunReader
 from ..stats.compare import task_scores
 from ..stats.figures import run_figures
-from ..stats.readers import read_run
+from ..stats.readers import from_reader
 from .assets import CSS, INDEX_JS
 from .marks import marks_svg
 
@@ -44,6 +44,7 @@ class Report:
         self.out = Path(out_dir).resolve() if out_dir else self.run / "view"
         self.inside = self.out.is_relative_to(self.run)
         self.reader = RunReader(self.run).refresh(warn=True)
+        self.data = from_reader(self.reader)  # the same reading feeds the figures
         self.pairs = sorted(self.reader.scheduled, key=lambda p: (str(p[0]), p[1]))
 
     def page_path(self, pair) -> Path:
@@ -67,7 +68,7 @@ class Report:
 
     # -- index --------------------------------------------------------------
     def _index_page(self) -> str:
-        fig = run_figures(read_run(self.run))
+        fig = run_figures(self.data)
         ci = fig["ci95"]
         cards = [("success rate", _pct(fig["success_rate"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")),
                  ("scheduled", fig["scheduled"]), ("finished", fig["finished"]), ("missing", fig["missing"]),
@@ -191,7 +192,7 @@ def _domain_chart(domains: dict) -> str:
 
 def build_compare(a: Report, b: Report, out_file: Path) -> Path:
     """A page listing the tasks whose results differ, linking into both reports."""
-    sa, sb = task_scores(read_run(a.run)), task_scores(read_run(b.run))
+    sa, sb = task_scores(a.data), task_scores(b.data)
     samples = {}
     for report, side in ((a, "a"), (b, "b")):
         for task, sample in report.pairs:
