@@ -4,6 +4,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests: modest example counts by default so the suite stays fast;
+# `pytest --hypothesis-profile=deep` searches much harder.
+settings.register_profile("default", max_examples=150, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=5000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("default")
 
 ROOT = Path(__file__).resolve().parent.parent
 CUA = [sys.executable, "-m", "cua_cli"]
