@@ -100,7 +100,8 @@ def _pct(x):
 @click.option("--token-env", default="CUA_ENV_TOKEN", show_default=True,
               help="If this environment variable is set, clients must send its value as a token.")
 @click.option("--verbose", is_flag=True, help="Log every request.")
-def env_server(host, port, max_envs, token_env, verbose):
+@click.option("--parent-pid", type=int, help="Shut down when this process is gone (used by `cua rollout`).")
+def env_server(host, port, max_envs, token_env, verbose, parent_pid):
     """Serve real MiniWoB++ tasks over the env-cluster protocol.
 
     \b
@@ -111,6 +112,14 @@ def env_server(host, port, max_envs, token_env, verbose):
     """
     from .envserver.server import serve
 
+    if parent_pid:
+        import os
+        import signal
+
+        from .orphans import watch_parent
+
+        # SIGTERM takes the server's own orderly path: stop serving, quit every browser.
+        watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
     serve(host, port, max_envs, token_env, verbose)
 
 

@@ -27,12 +27,51 @@ from .names import pair_key
 
 STATES = ("pending", "claimed", "done", "failed")
 HOST = socket.gethostname()
+MAX_ITEM_BYTES = 16 << 20  # a queue file holds one task; anything bigger is not one
 
 
 def _write_atomic(path: Path, obj) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False))
+    # ASCII escapes: a task id with a lone surrogate still makes a valid file.
+    tmp.write_text(json.dumps(obj))
     os.replace(tmp, path)
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def read_item(path) -> dict:
+    """A queue file's item with its pair and bookkeeping checked; raises ValueError naming the problem.
+
+    Files come from other processes and other hands (`--watch`), so nothing
+    in them is trusted: a file that names no pair is rejected, never allowed
+    to crash a claimer. The task's own fields are checked by the runner,
+    which ends a bad task as `bad_task` under its pair.
+    """
+    with open(path, "rb") as f:
+        raw = f.read(MAX_ITEM_BYTES + 1)
+    if len(raw) > MAX_ITEM_BYTES:
+        raise ValueError(f"larger than {MAX_ITEM_BYTES} bytes")
+    try:
+        item = json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except ValueError as e:  # also bytes that are not UTF-8
+        raise ValueError(f"not JSON: {e}") from None
+    if not isinstance(item, dict):
+        raise ValueError(f"expected a JSON object, got {type(item).__name__}")
+    if not isinstance(item.get("task_id"), str):
+        raise ValueError("'task_id' must be a string")
+    item.setdefault("sample", 0)
+    item.setdefault("attempt", 0)
+    item.setdefault("errors", 0)
+    for key in ("sample", "attempt", "errors"):
+        if not _count(item[key]):
+            raise ValueError(f"{key!r} must be an integer >= 0, got {str(item[key])[:80]}")
+    if item.get("lease") is not None and not isinstance(item["lease"], dict):
+        raise ValueError("'lease' must be an object")
+    return item
 
 
 def _pid_gone(pid: int) -> bool:
@@ -68,7 +107,17 @@ class DirQueue:
 
     def _refresh_scheduled(self) -> None:
         rows, self._scheduled_offset = read_from(self.scheduled_path, self._scheduled_offset, warn=False)
-        self._scheduled.update((r["task_id"], r["sample"]) for r in rows)
+        self._scheduled.update((r["task_id"], r["sample"]) for r in rows
+                               if isinstance(r.get("task_id"), str) and _count(r.get("sample")))
+
+    def _reject(self, path: str, key: str, state: str, error: str) -> None:
+        """Move an unusable file to failed/ and say why in rejected.jsonl (call under the lock)."""
+        target = self._path("failed", key)
+        if target.exists():  # never overwrite a pair's record of its own
+            target = target.with_name(f"{key}.rejected-{uuid.uuid4().hex[:8]}.json")
+        os.replace(path, target)
+        append_line(self.root / "rejected.jsonl", {"file": f"{state}/{key}.json", "moved_to": f"failed/{target.name}",
+                                                   "error": error, "time": round(time.time(), 3)})
 
     def _schedule(self, item: dict) -> None:
         """Append the pair to scheduled.jsonl once (call under the lock)."""
@@ -101,19 +150,21 @@ class DirQueue:
             for entry in sorted(os.scandir(self.root / "pending"), key=lambda e: e.name):
                 if not entry.name.endswith(".json") or entry.name.startswith("."):
                     continue
-                key = entry.name[:-5]
+                name = entry.name[:-5]
                 try:
-                    item = json.loads(Path(entry.path).read_text())
-                    if not isinstance(item.get("task_id"), str):
-                        raise ValueError("no task_id")
+                    item = read_item(entry.path)
+                except FileNotFoundError:
+                    continue  # taken or rejected by a claimer on another host
                 except (OSError, ValueError) as e:
-                    # A dropped file we cannot read must not block the queue or vanish.
-                    os.replace(entry.path, self._path("failed", key))
-                    append_line(self.root / "rejected.jsonl", {"file": entry.name, "error": str(e)})
+                    # A file we cannot use must neither block the queue nor vanish.
+                    self._reject(entry.path, name, "pending", str(e))
                     continue
-                item.setdefault("sample", 0)
-                item.setdefault("attempt", 0)
-                item.setdefault("errors", 0)
+                # A dropped file may have any name: the pair's own key decides where it lives.
+                key = pair_key(item["task_id"], item["sample"])
+                if key != name and self._state_of(key) is not None:
+                    self._reject(entry.path, name, "pending",
+                                 f"pair ({item['task_id'][:200]!r}, {item['sample']}) is already queued")
+                    continue
                 self._schedule(item)  # files dropped in by other processes count too
                 token = uuid.uuid4().hex
                 item["lease"] = {"host": HOST, "pid": os.getpid(), "token": token, "claimed_at": time.time()}
@@ -188,10 +239,14 @@ class DirQueue:
                     continue
                 try:
                     age = now - entry.stat().st_mtime
-                    item = json.loads(Path(entry.path).read_text())
-                except (OSError, ValueError):
+                    item = read_item(entry.path)
+                except FileNotFoundError:
+                    continue  # finished meanwhile
+                except (OSError, ValueError) as e:
+                    # Nobody can finish a claim we cannot read: it would stay claimed forever.
+                    self._reject(entry.path, entry.name[:-5], "claimed", str(e))
                     continue
-                lease = item.pop("lease", {})
+                lease = item.pop("lease", None) or {}
                 local = lease.get("host") == HOST
                 pid = lease.get("pid", -1)
                 if not (age > self.lease_ttl or (local and (pid in dead_pids or _pid_gone(pid)))):

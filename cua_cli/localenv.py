@@ -1,5 +1,6 @@
 """Starts the built-in env server for a rollout whose config says `env.url: local`."""
 
+import os
 import re
 import select
 import subprocess
@@ -11,8 +12,9 @@ from .procgroup import kill_group
 
 class LocalEnvServer:
     def __init__(self, max_envs: int, port: int, token_env: str | None, log_path):
+        # --parent-pid: the server shuts down (browsers included) if the rollout dies without stopping it.
         self.args = [sys.executable, "-m", "cua_cli", "env-server", "--port", str(port),
-                     "--max-envs", str(max_envs)]
+                     "--max-envs", str(max_envs), "--parent-pid", str(os.getpid())]
         if token_env:
             self.args += ["--token-env", token_env]
         self.log_path = log_path

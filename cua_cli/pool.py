@@ -19,6 +19,7 @@ from .config import Config
 from .envs.cluster import EnvCluster, EnvSettings
 from .models import make_provider
 from .models.routing import Router
+from .orphans import watch_parent
 from .redact import Redactor
 from .rundir import RunDir
 from .runner import Episode, Limits, bad_task_record
@@ -32,6 +33,7 @@ class WorkerSpec:
     secrets: dict
     threads: int
     watch: bool
+    parent_pid: int
 
 
 def worker_main(spec: WorkerSpec, stop, router) -> None:
@@ -82,6 +84,8 @@ def worker_main(spec: WorkerSpec, stop, router) -> None:
             queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=not interrupted)
 
     threading.Thread(target=heartbeat, daemon=True).start()
+    # An orphaned runner stops like on Ctrl-C; `stop` is shared, so every runner follows.
+    watch_parent(spec.parent_pid, stop.set, finished)
     slots = [threading.Thread(target=slot) for _ in range(spec.threads)]
     for t in slots:
         t.start()
@@ -102,7 +106,7 @@ class Pool:
         n = min(n, cfg.runner.num_envs)
         # Spread num_envs exactly: the first processes take one slot more.
         self.slots = [cfg.runner.num_envs // n + (i < cfg.runner.num_envs % n) for i in range(n)]
-        self.specs = [WorkerSpec(cfg, str(run.path), env_url, secrets, k, watch) for k in self.slots]
+        self.specs = [WorkerSpec(cfg, str(run.path), env_url, secrets, k, watch, os.getpid()) for k in self.slots]
         self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
         self.router = Router(len(cfg.model.endpoints), self.ctx) if cfg.model.provider == "openai" else None
         self.procs: list = [None] * n

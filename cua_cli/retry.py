@@ -4,14 +4,9 @@ import random
 import time
 
 import requests
+from urllib3.exceptions import NewConnectionError
 
-
-class InfraError(Exception):
-    """A remote service (env, model server, evaluator) failed; not the agent's fault."""
-
-
-class Stopped(Exception):
-    """The run is stopping (Ctrl-C): end the episode as interrupted."""
+from .errors import InfraError, Stopped
 
 
 def transient(exc: Exception) -> bool:
@@ -23,29 +18,54 @@ def transient(exc: Exception) -> bool:
     return False
 
 
-def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_delay: float = 0.5):
-    """Call fn(); retry transient failures `retries` times, then raise InfraError."""
+def never_sent(exc: Exception) -> bool:
+    """The connection was never established, so the server cannot have seen the request.
+
+    Only these failures may be retried for a request that must not run twice
+    (an env action): a reset or a timeout after connecting may come after the
+    server acted on it.
+    """
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    if isinstance(exc, requests.ConnectionError) and exc.args:
+        reason = getattr(exc.args[0], "reason", exc.args[0])  # urllib3's MaxRetryError wraps it
+        return isinstance(reason, NewConnectionError)
+    return False
+
+
+def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_delay: float = 0.5,
+                 idempotent: bool = True):
+    """Call fn(); retry transient failures `retries` times, then raise InfraError.
+
+    With idempotent=False only failures that never reached the server are retried.
+    """
     for attempt in range(retries + 1):
         if should_stop():
             raise Stopped()
         try:
             return fn()
         except requests.RequestException as e:
-            if not transient(e) or attempt == retries:
+            retry = transient(e) if idempotent else never_sent(e)
+            if not retry or attempt == retries:
                 raise InfraError(f"{what}: {describe(e)}") from e
         # Jitter keeps many runners from retrying in lockstep.
         time.sleep(base_delay * 2 ** attempt * (0.5 + random.random()))
 
 
 def describe(exc: Exception) -> str:
-    """A short, readable error text (the server's own message when it sent one)."""
+    """A readable error text (the server's own message when it sent one).
+
+    Not shortened here: callers mask secrets first and shorten after, so no
+    cut can leave part of a secret behind.
+    """
     if isinstance(exc, requests.HTTPError) and exc.response is not None:
         r = exc.response
         try:
-            msg = r.json().get("error") or r.text[:300]
-        except ValueError:
-            msg = r.text[:300]
-        return f"HTTP {r.status_code}: {msg}"
+            body = r.json()
+            msg = body.get("error") if isinstance(body, dict) else None
+        except (ValueError, RecursionError):
+            msg = None
+        return f"HTTP {r.status_code}: {msg or r.text}"
     if isinstance(exc, requests.ConnectionError):
         return f"connection failed ({type(exc).__name__})"
     if isinstance(exc, requests.Timeout):

@@ -1,8 +1,9 @@
 """The episode loop: allocate, (screenshot -> model -> parse -> act)*, evaluate, release.
 
-Agent failures (bad answers, running out of steps) and infrastructure
-errors (env, model server, evaluator) are kept apart: only the latter give
-outcome "error", and the queue retries those.
+Agent failures (bad answers, actions the env refuses, running out of steps)
+and infrastructure errors (env, model server, evaluator) are kept apart:
+only the latter give outcome "error", and the queue retries those. Every
+step that got a screenshot has its traj.jsonl line, however it ended.
 """
 
 import io
@@ -15,10 +16,12 @@ from PIL import Image
 from .actions import TERMINAL, to_command
 from .agents.uitars import ParseError, UITarsAgent
 from .episodes import error_line
+from .errors import ActionRefused, InfraError, ModelError, Stopped
 from .models import Request
-from .retry import InfraError, Stopped
 from .rundir import RunDir, TrajWriter
 from .tasks import task_from_dict
+
+MAX_ERROR_CHARS = 2000  # error text kept in records, cut only after secrets are masked
 
 
 @dataclass
@@ -51,6 +54,11 @@ class Episode:
             raise TimeoutError()
         return min(self.limits.step_timeout_s, left)
 
+    def _error_text(self, text: str) -> str:
+        """Masked first, then cut: a cut must never leave part of a secret behind."""
+        text = self.redact(text)
+        return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " [...]"
+
     def run_episode(self) -> dict:
         """Play one attempt; always returns its episode record (see README)."""
         t, item = self.task, self.item
@@ -60,19 +68,16 @@ class Episode:
                    evaluator_func=t.evaluator.get("func") if isinstance(t.evaluator.get("func"), str) else None)
         start = time.monotonic()
         self.deadline = start + self.limits.episode_timeout_s
-        session = None
-        phase = "env_error"
+        session, evaluating = None, False
         try:
             session = self.env.allocate(t.task_id, t.config, self.should_stop, self._timeout())
             rec["instruction"] = t.instruction or session.instruction or ""
             stop = self._loop(session, rec["instruction"], TrajWriter(self.run, rel), rec)
-            rec["stop_reason"] = stop
-            phase = "eval_error"
-            # A Ctrl-C now must not throw away an episode that has already ended.
-            result = session.evaluate(t.evaluator, self._timeout(), lambda: False)
-            reward = float(result["result"])
-            rec["reward"] = float(result.get("reward", reward))
-            rec["score"] = min(max(reward, 0.0), 1.0)
+            rec["stop_reason"], evaluating = stop, True
+            # The episode has ended: neither a Ctrl-C nor the episode deadline may throw it away now.
+            result, reward = session.evaluate(t.evaluator, self.limits.step_timeout_s, lambda: False)
+            rec["reward"] = reward
+            rec["score"] = min(max(result, 0.0), 1.0)
             rec["outcome"] = "success" if rec["score"] == 1.0 else "failure"
         except Stopped:
             rec["stop_reason"], rec["error"] = "interrupted", "the run was stopped"
@@ -80,22 +85,20 @@ class Episode:
             # The episode deadline hit inside the loop or evaluation: no score to report.
             rec["stop_reason"], rec["error"] = "timeout", f"episode exceeded {self.limits.episode_timeout_s} s"
         except InfraError as e:
-            rec["stop_reason"] = getattr(e, "phase", None) or phase
+            rec["stop_reason"] = "eval_error" if evaluating else e.stop_reason
             rec["error"] = str(e)
-        except (KeyError, TypeError, ValueError) as e:
-            rec["stop_reason"] = phase
-            rec["error"] = f"bad answer from the env: {type(e).__name__}: {e}"
         except Exception as e:  # a bug must not lose the record or the claim
+            rec["stop_reason"] = "runner_error"
             rec["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()
         finally:
             if session is not None:
                 try:
                     session.release(self.limits.step_timeout_s)
                 except InfraError as e:
-                    rec["release_error"] = self.redact(str(e))
+                    rec["release_error"] = self._error_text(str(e))
             rec["duration_s"] = round(time.monotonic() - start, 3)
             if rec["error"]:
-                rec["error"] = self.redact(rec["error"])
+                rec["error"] = self._error_text(rec["error"])
         return rec
 
     def _loop(self, session, instruction: str, traj: TrajWriter, rec: dict) -> str:
@@ -114,59 +117,107 @@ class Episode:
                 raise Stopped()
             t0, t_wall = time.monotonic(), time.time()
             png = session.screenshot(self._timeout(), self.should_stop)
-            width, height = Image.open(io.BytesIO(png)).size  # reads the header only
+            width, height = _image_size(png)
             shot = traj.screenshot(step, png)
-            t1 = time.monotonic()
-            messages = self.agent.build_messages(instruction, [(h[0], h[1]) for h in history], png)
-            text, parsed, tries, endpoint, reply = "", None, 0, None, None
-            for tries in range(self.limits.parse_retries + 1):
-                try:
-                    reply = model.complete(Request(messages, step, width, height, self.should_stop,
-                                                   self._timeout()))
-                except InfraError as e:
-                    e.phase = "model_error"
-                    raise
-                text, endpoint = reply.text, reply.endpoint
-                try:
-                    parsed = self.agent.parse(text, width, height)
-                    break
-                except ParseError as e:
-                    parse_error = str(e)
-            t2 = time.monotonic()
-            record = {"step": step, "time": round(t_wall, 3), "screenshot": shot, "response": text,
-                      "endpoint": endpoint, "model_version": reply.model_version, "parse_retries": tries,
-                      "width": width, "height": height}
-            if self.record_prompt:
-                record["prompt"] = _images_by_name(messages, [h[2] for h in history if h[0] is not None] + [shot])
-            if reply.token_ids is not None:
-                record.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
+            timings = {"env_s": round(time.monotonic() - t0, 4), "model_s": 0.0, "act_s": 0.0}
+            record = {"step": step, "time": round(t_wall, 3), "screenshot": shot, "response": None,
+                      "thought": None, "action": None, "commands": [], "endpoint": None, "model_version": None,
+                      "parse_retries": 0, "width": width, "height": height, "timings": timings}
             rec["steps"] = step + 1
-            if parsed is None:
-                record.update(action=None, error=parse_error, timings=_timings(t0, t1, t2, t2))
+            try:
+                stop = self._step(session, instruction, history, png, shot, record, model)
+            except BaseException as e:
+                record["error"] = self._error_text(_describe(e))
+                raise
+            finally:
+                # Written however the step ended: a trainer sees every answer the model gave.
+                timings.update((k, round(v, 4)) for k, v in timings.items())
                 traj.step(record)
-                return "parse_error"
-            commands = []
-            stop, env_done = None, False
-            for action in parsed.actions:
-                if action.type in TERMINAL:
-                    stop = "finished" if action.type == "finished" else "call_user"
-                    break
-                command = to_command(action)
-                commands.append(command)
-                data = session.execute(command, self._timeout(), self.should_stop)
-                env_done = env_done or bool(isinstance(data, dict) and data.get("done"))
-            t3 = time.monotonic()
-            record.update(thought=parsed.thought, action=[a.to_dict() for a in parsed.actions],
-                          commands=commands, timings=_timings(t0, t1, t2, t3))
-            traj.step(record)
-            history.append([png, text, shot])
+            history.append([png, record["response"], shot])
             for old in history[:-max(keep - 1, 0)] if keep > 1 else history:
                 old[0] = None  # the next prompt shows only the last `keep` screenshots
             if stop:
                 return stop
-            if env_done:
-                return "env_done"
         return "max_steps"
+
+    def _step(self, session, instruction: str, history: list, png: bytes, shot: str, record: dict,
+              model) -> str | None:
+        """Ask, parse and act; re-ask after an answer that does not parse or that the
+        env refuses. Fills `record`; returns a stop reason, or None to go on."""
+        messages = self.agent.build_messages(instruction, [(h[0], h[1]) for h in history], png)
+        if self.record_prompt:
+            record["prompt"] = _images_by_name(messages, [h[2] for h in history if h[0] is not None] + [shot])
+        timings, failed = record["timings"], []
+        for tries in range(self.limits.parse_retries + 1):
+            t = time.monotonic()
+            try:
+                reply = model.complete(Request(messages, record["step"], record["width"], record["height"],
+                                               self.should_stop, self._timeout()))
+            except ModelError:
+                raise
+            except InfraError as e:  # e.g. a provider that only knows the generic kind
+                raise ModelError(str(e)) from e
+            finally:
+                timings["model_s"] += time.monotonic() - t
+            record.update(response=reply.text, endpoint=reply.endpoint, model_version=reply.model_version,
+                          parse_retries=tries, thought=None, action=None, commands=[])
+            if reply.token_ids is not None:
+                record.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
+            try:
+                parsed = self.agent.parse(reply.text, record["width"], record["height"])
+            except ParseError as e:
+                failed.append({"response": reply.text, "error": f"parse: {e}", "stop": "parse_error"})
+                continue
+            record.update(thought=parsed.thought, action=[a.to_dict() for a in parsed.actions])
+            t = time.monotonic()
+            try:
+                stop = self._act(session, parsed.actions, record["commands"])
+            except ActionRefused as e:
+                failed.append({"response": reply.text, "error": self._error_text(f"env refused the action: {e}"),
+                               "stop": "action_refused", "commands": list(record["commands"])})
+                continue
+            finally:
+                timings["act_s"] += time.monotonic() - t
+            if failed:
+                record["failed_tries"] = [{k: v for k, v in f.items() if k != "stop"} for f in failed]
+            return stop
+        # Every try failed: the last one is the step's own; the earlier ones are kept beside it.
+        last = failed.pop()
+        record["error"] = last["error"]
+        if failed:
+            record["failed_tries"] = [{k: v for k, v in f.items() if k != "stop"} for f in failed]
+        return last["stop"]
+
+    def _act(self, session, actions: list, commands: list) -> str | None:
+        """Send the actions to the env (each command is listed before it is sent);
+        the stop reason when the agent or the env ended the episode."""
+        env_done = False
+        for action in actions:
+            if action.type in TERMINAL:
+                return "finished" if action.type == "finished" else "call_user"
+            commands.append(to_command(action))
+            data = session.execute(commands[-1], self._timeout(), self.should_stop)
+            env_done = env_done or bool(isinstance(data, dict) and data.get("done"))
+        return "env_done" if env_done else None
+
+
+def _image_size(png: bytes) -> tuple[int, int]:
+    """Width and height from the image header; bytes that are no image are the env's fault."""
+    try:
+        return Image.open(io.BytesIO(png)).size
+    except Exception as e:  # PIL raises many kinds for foreign bytes, decompression bombs included
+        raise InfraError(f"screenshot: not a readable image ({type(e).__name__}: {e})") from None
+
+
+def _describe(e: BaseException) -> str:
+    """The error text a step records for the exception that ended it."""
+    if isinstance(e, Stopped):
+        return "the run was stopped"
+    if isinstance(e, TimeoutError):
+        return "the episode deadline was reached"
+    if isinstance(e, InfraError):
+        return str(e)
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
 
 
 def _images_by_name(messages: list[dict], names: list[str]) -> list[dict]:
@@ -180,10 +231,6 @@ def _images_by_name(messages: list[dict], names: list[str]) -> list[dict]:
                        for part in content]
         out.append({"role": m["role"], "content": content})
     return out
-
-
-def _timings(t0, t1, t2, t3) -> dict:
-    return {"env_s": round(t1 - t0, 4), "model_s": round(t2 - t1, 4), "act_s": round(t3 - t2, 4)}
 
 
 def bad_task_record(item: dict, error: Exception) -> dict:

@@ -5,13 +5,18 @@ its own EnvSession. Requests go through a per-thread HTTP session so
 connections are kept alive.
 """
 
+import math
 import threading
 import time
 from dataclasses import dataclass
 
 import requests
 
-from ..retry import InfraError, Stopped, with_retries
+from ..errors import ActionRefused, InfraError, Stopped
+from ..retry import describe, with_retries
+
+# How an env says "I understood the request and the action is invalid".
+REFUSED = (400, 422)
 
 
 @dataclass
@@ -52,6 +57,8 @@ class EnvCluster:
             try:
                 data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, timeout)),
                                     self.s.retries, "allocate env", should_stop)
+                if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
+                    raise InfraError("allocate env: the answer's data has no server_id")
                 return EnvSession(self, str(data["server_id"]), data)
             except InfraError as e:
                 cause = e.__cause__
@@ -71,12 +78,12 @@ class EnvSession:
         self.c = cluster
         self.server_id = server_id
         self.data = data
-        self.instruction = data.get("instruction")
+        instruction = data.get("instruction")
+        self.instruction = instruction if isinstance(instruction, str) else None
 
-    def _call(self, what: str, path: str, body, timeout: float, should_stop, retries=None) -> requests.Response:
-        retries = self.c.s.retries if retries is None else retries
+    def _call(self, what: str, path: str, body, timeout: float, should_stop, idempotent=True) -> requests.Response:
         return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, timeout),
-                            retries, what, should_stop)
+                            self.c.s.retries, what, should_stop, idempotent=idempotent)
 
     def screenshot(self, timeout: float, should_stop) -> bytes:
         r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, timeout, should_stop)
@@ -84,22 +91,42 @@ class EnvSession:
             raise InfraError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
         return r.content
 
-    def execute(self, command: str, timeout: float, should_stop) -> dict:
-        # Not retried: repeating a click that may have landed would change the episode.
-        return _data(self._call("execute", "/server/execute", {"action": command}, timeout, should_stop, retries=0))
+    def execute(self, command: str, timeout: float, should_stop):
+        """Run one action; ActionRefused when the env rejects it as invalid.
 
-    def evaluate(self, evaluator: dict, timeout: float, should_stop) -> dict:
-        return _data(self._call("evaluate", "/server/evaluate", evaluator, timeout, should_stop))
+        Retried only when the request never reached the env: repeating a
+        click that may have landed would change the episode.
+        """
+        try:
+            r = self._call("execute", "/server/execute", {"action": command}, timeout, should_stop, idempotent=False)
+        except InfraError as e:
+            cause = e.__cause__
+            if isinstance(cause, requests.HTTPError) and cause.response.status_code in REFUSED:
+                raise ActionRefused(describe(cause)) from None
+            raise
+        return _data(r)
+
+    def evaluate(self, evaluator: dict, timeout: float, should_stop) -> tuple[float, float]:
+        """(result, raw reward) of the ended episode; a result that is not a finite number is the env's fault."""
+        data = _data(self._call("evaluate", "/server/evaluate", evaluator, timeout, should_stop))
+        result = data.get("result") if isinstance(data, dict) else None
+        reward = data.get("reward", result) if isinstance(data, dict) else None
+        for name, value in (("result", result), ("reward", reward)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise InfraError(f"evaluate: {name} is not a finite number: {str(value)[:100]}")
+        return float(result), float(reward)
 
     def release(self, timeout: float) -> None:
         self._call("release", "/server/release", {}, timeout, lambda: False)
 
 
 def _data(r: requests.Response):
+    """The `data` of a JSON answer. Messages quote the raw text, not a repr of
+    what was parsed: a hostile answer nests deep enough to break repr."""
     try:
         payload = r.json()
-    except ValueError:
-        raise InfraError(f"{r.request.method} {r.url}: answer is not JSON: {r.text[:200]!r}") from None
+    except (ValueError, RecursionError):
+        raise InfraError(f"{r.request.method} {r.url}: answer is not JSON: {r.text!r}") from None
     if not isinstance(payload, dict) or "data" not in payload:
-        raise InfraError(f"{r.request.method} {r.url}: answer has no 'data': {str(payload)[:200]}")
+        raise InfraError(f"{r.request.method} {r.url}: answer has no 'data': {r.text!r}")
     return payload["data"]

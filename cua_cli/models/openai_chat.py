@@ -15,7 +15,8 @@ import requests
 
 from ..agents.uitars import GUIDED_REGEX
 from ..fleet.server import api_base, read_fleet
-from ..retry import InfraError, with_retries
+from ..errors import InfraError, ModelError
+from ..retry import with_retries
 from . import Reply, Request
 from .routing import Router
 
@@ -81,7 +82,7 @@ class _Episode:
                 self.chat.router.failed(self.index)
                 self.chat.router.release(self.index)
                 self.index = self.chat.router.acquire(exclude=self.index)
-        raise InfraError("; ".join(errors))
+        raise ModelError("; ".join(errors))
 
     def close(self) -> None:
         self.chat.router.release(self.index)
@@ -98,12 +99,15 @@ class _Episode:
         r.raise_for_status()
         try:
             choice = r.json()["choices"][0]
-            reply = Reply(choice["message"]["content"] or "")
+            content = choice["message"]["content"]
+            if content is not None and not isinstance(content, str):
+                raise TypeError("content is not text")
+            reply = Reply(content or "")
             if c.record_logprobs:
                 # vLLM names sampled tokens "token_id:N" when asked for ids.
                 content = choice["logprobs"]["content"]
                 reply.token_ids = [int(t["token"].split(":", 1)[1]) for t in content]
                 reply.logprobs = [t["logprob"] for t in content]
             return reply
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise InfraError(f"model {endpoint}: malformed answer: {r.text[:200]!r}") from None
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+            raise InfraError(f"model {endpoint}: malformed answer: {r.text!r}") from None
