@@ -3,7 +3,9 @@ import json
 
 import pytest
 
-from cua_cli.actions import TERMINAL, Action, to_command
+from cua_cli.actions import TERMINAL, Action, Cost, to_command
+from cua_cli.code_subset import MAX_COORD, MAX_KEY_PRESSES, MAX_TEXT_CHARS
+from cua_cli.envserver.pyautogui_subset import parse_code
 
 ALLOWED = {"click", "doubleClick", "rightClick", "moveTo", "dragTo", "write", "hotkey", "press", "scroll", "hscroll"}
 
@@ -41,6 +43,7 @@ def calls(command):
 ])
 def test_to_command(action, expected):
     assert calls(to_command(action)) == expected
+    parse_code(to_command(action))
 
 
 def test_special_commands():
@@ -61,6 +64,29 @@ def test_type_content_round_trips(text):
 def test_key_normalisation():
     assert Action("hotkey", keys=("Ctrl", "ArrowLeft", "arrowup", "ARROWDOWN", "arrowright", "space")).keys == \
         ("ctrl", "left", "up", "down", "right", "space")
+    for keys, expected in [(("ctrl+c",), ("ctrl", "c")), (("Ctrl + Shift + T",), ("ctrl", "shift", "t")),
+                           (("ctrl c",), ("ctrl", "c")), (("+",), ("+",)), (("ctrl", "+"), ("ctrl", "+")),
+                           (("ctrl++",), ("ctrl", "+")), (("+ +",), ("+", "+")), (("A",), ("A",)),
+                           (("esc", "Return", "cmd", "pgup"), ("escape", "enter", "win", "pageup")),
+                           (["a"] * MAX_KEY_PRESSES, ("a",) * MAX_KEY_PRESSES)]:
+        a = Action("hotkey", keys=keys)
+        assert a.keys == expected, keys
+        assert Action("hotkey", keys=a.keys) == a  # normal forms stay as they are
+        (command,) = parse_code(to_command(a))
+        assert command.keys == expected
+
+
+def test_limits_at_the_edge():
+    for a in [Action("type", text="a" * MAX_TEXT_CHARS), Action("type", text="\u00a0" * MAX_TEXT_CHARS),
+              Action("click", MAX_COORD, -MAX_COORD), Action("drag", 0.4, 0, MAX_COORD, MAX_COORD)]:
+        Cost.of(a).check()
+        parse_code(to_command(a))
+    assert Action("finished", text="x" * MAX_TEXT_CHARS).text
+    assert Cost.of(Action("wait")) == Cost()
+    code = "pyautogui.write('hi')\npyautogui.press('enter')"
+    assert Cost.of(Action("type", text="hi\n")) == Cost(len(code) + 1, calls=2, presses=1)
+    with pytest.raises(ValueError, match="calls"):
+        sum([Cost.of(Action("drag", 1, 2, 3, 4))] * 26, Cost()).check()
 
 
 def test_dict_round_trip():
@@ -77,6 +103,20 @@ def test_dict_round_trip():
     {"type": "drag", "x": 1, "y": 2}, {"type": "hotkey", "keys": []}, {"type": "hotkey", "keys": "ctrl"},
     {"type": "hotkey", "keys": [" "]}, {"type": "type", "text": ""}, {"type": "type", "text": 5},
     {"type": "scroll", "direction": "sideways"},
+    # what the env server would refuse
+    {"type": "hotkey", "keys": ["capslock"]}, {"type": "hotkey", "keys": ["printscreen"]},
+    {"type": "hotkey", "keys": ["ctrl+capslock"]}, {"type": "hotkey", "keys": ["a"] * (MAX_KEY_PRESSES + 1)},
+    {"type": "hotkey", "keys": ["a " * (MAX_KEY_PRESSES + 1)]}, {"type": "hotkey", "keys": ["\x00"]},
+    {"type": "type", "text": "a" * (MAX_TEXT_CHARS + 1)}, {"type": "type", "text": "a\x00"},
+    {"type": "type", "text": "\ud800"}, {"type": "type", "text": "\U0001F600"}, {"type": "type", "text": "a\rb"},
+    {"type": "type", "text": "\u200b" * MAX_TEXT_CHARS},  # repr makes it 6 x 2000 characters of code
+    {"type": "finished", "text": "x" * (MAX_TEXT_CHARS + 1)},
+    {"type": "click", "x": MAX_COORD + 1, "y": 2}, {"type": "click", "x": 10 ** 400, "y": 2},
+    {"type": "click", "x": float("inf"), "y": 2}, {"type": "drag", "x": 1, "y": 2, "x2": 3, "y2": -1e300},
+    # fields the type does not take, and unhashable values
+    {"type": "click", "x": 1, "y": 2, "text": "a"}, {"type": "wait", "keys": ["a"]},
+    {"type": "hotkey", "keys": ["a"], "x": 1, "y": 1},
+    {"type": []}, {"type": "scroll", "direction": []}, {"type": "hotkey", "keys": [["a"]]},
 ])
 def test_from_dict_rejects(d):
     with pytest.raises(ValueError):

@@ -4,7 +4,12 @@ import json
 import multiprocessing as mp
 import os
 import signal
+import tempfile
 import time
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cua_cli.dirqueue import DirQueue
 from cua_cli.jsonl import read_lines
@@ -136,3 +141,65 @@ def test_dropped_file_is_scheduled_and_bad_file_rejected(tmp_path):
     assert read_lines(tmp_path / "scheduled.jsonl") == [{"task_id": "dropped", "domain": "d", "sample": 0}]
     assert q.counts()["failed"] == 1
     assert "broken.json" in (tmp_path / "queue" / "rejected.jsonl").read_text()
+
+
+# Hostile queue files: whatever lands in pending/ or claimed/, claimers never crash,
+# the bad file moves to failed/ with a reason in rejected.jsonl, and every good pair runs.
+_BAD_SAMPLE = st.one_of(st.lists(st.integers(), max_size=2), st.text(max_size=3), st.booleans(),
+                        st.integers(max_value=-1), st.floats(allow_nan=True), st.none(), st.dictionaries(st.text(), st.integers()))
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                     max_leaves=8)
+_BAD_FILE = st.one_of(
+    st.binary(max_size=40).filter(lambda b: not b.strip().startswith(b"{")),
+    _JSON.filter(lambda v: not isinstance(v, dict)).map(lambda v: json.dumps(v).encode()),
+    st.builds(lambda t: json.dumps({"task_id": t}).encode(), st.one_of(st.integers(), st.none(), st.lists(st.text()))),
+    st.builds(lambda k, v: json.dumps({"task_id": "t", k: v}).encode(),
+              st.sampled_from(["sample", "attempt", "errors"]), _BAD_SAMPLE),
+    st.builds(lambda lease: json.dumps({"task_id": "t", "lease": lease}).encode(), st.one_of(st.integers(), st.text())),
+    st.just(b"[" * 100_000),
+    st.just(b'{"task_id": "\xff\xfe"}'),
+)
+
+
+@given(st.lists(_BAD_FILE, min_size=1, max_size=5), st.sampled_from(["pending", "claimed"]))
+def test_malformed_queue_files_are_rejected_and_the_rest_goes_on(bad_files, where):
+    with tempfile.TemporaryDirectory() as tmp:
+        q = make_queue(Path(tmp), lease_ttl=0.0)
+        q.enqueue([{"task_id": "good", "domain": None}], samples=2)
+        names = [f"bad-{i}" for i in range(len(bad_files))]
+        for name, data in zip(names, bad_files):
+            (Path(tmp) / "queue" / where / f"{name}.json").write_bytes(data)
+        if where == "claimed":
+            q.reclaim()
+        claimed = []
+        while (item := q.claim()) is not None:
+            claimed.append((item["task_id"], item["sample"]))
+            q.finish(item, record(item))
+        assert sorted(claimed) == [("good", 0), ("good", 1)]
+        rejected = read_lines(Path(tmp) / "queue" / "rejected.jsonl")
+        assert sorted(r["file"] for r in rejected) == sorted(f"{where}/{n}.json" for n in names)
+        assert all(r["error"] for r in rejected)
+        counts = q.counts()
+        assert counts["pending"] == counts["claimed"] == 0 and counts["failed"] == len(names)
+
+
+def test_dropped_file_for_a_pair_already_queued_is_rejected_not_run_twice(tmp_path):
+    q = make_queue(tmp_path)
+    q.enqueue([{"task_id": "t", "domain": None}], samples=1)
+    (tmp_path / "queue" / "pending" / "copy.json").write_text(json.dumps({"task_id": "t", "sample": 0}))
+    runs = []
+    while (item := q.claim()) is not None:
+        runs.append(item["task_id"])
+        q.finish(item, record(item))
+    assert runs == ["t"]
+    (rej,) = read_lines(tmp_path / "queue" / "rejected.jsonl")
+    assert rej["file"] == "pending/copy.json" and "already queued" in rej["error"]
+
+
+def test_task_id_with_a_lone_surrogate_goes_through_the_queue(tmp_path):
+    q = make_queue(tmp_path)
+    q.enqueue([{"task_id": "bad\udcffid", "domain": None}], samples=1)
+    item = q.claim()
+    assert item["task_id"] == "bad\udcffid"
+    assert q.finish(item, record(item)) == "done"

@@ -12,11 +12,15 @@ import subprocess
 import sys
 import time
 
+from collections import Counter
+
 import psutil
 import pytest
 
 from conftest import CUA, ROOT, run_cua
 from cua_cli.jsonl import read_lines
+from cua_cli.localenv import LocalEnvServer
+from faultproxy import FaultProxy, chaos
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +157,61 @@ def test_rolling_reload_reaches_a_watch_rollout_and_records_rl_fields(fleet):
                                                                   else []) if part["type"] == "image_file"]
         assert images and images[-1] == s["screenshot"], "the current screenshot is the last image"
         assert "base64" not in json.dumps(s["prompt"]), "images are referenced, never inlined"
+
+
+def test_chaos_rollout_through_fault_injecting_proxies(fleet, tmp_path):
+    """A real rollout (built-in MiniWoB env server, this fleet's real vLLM servers) with a
+    fault-injecting proxy in front of the env and of each model server: ~10% HTTP 500,
+    5% dropped connections, 2% hangs longer than the step timeout. Whatever fails,
+    every scheduled pair ends with exactly one final line, nothing stays queued or
+    claimed, no step is lost, and the command ends by itself with exit code 0."""
+    work, fleet_file, _ = fleet
+    servers = json.loads(fleet_file.read_text())["servers"]
+    env = LocalEnvServer(max_envs=4, port=0, token_env=None, log_path=tmp_path / "env.log")
+    env_url = env.start()
+    step_timeout = 8
+    proxies = [FaultProxy(url, chaos(seed), hang_s=step_timeout + 4)
+               for seed, url in enumerate([env_url] + [f"{s['url']}" for s in servers])]
+    try:
+        for proxy in proxies:
+            proxy.__enter__()
+        endpoints = ", ".join(f"{p.url}/v1" for p in proxies[1:])
+        cfg = tmp_path / "chaos.yaml"
+        cfg.write_text(f"""
+run: {{name: chaos, results_dir: {tmp_path}/results}}
+tasks:
+  kind: miniwob
+  miniwob: {{names: [click-test, click-button, click-test-2], seeds: [0, 1, 2], episode_max_time: 300}}
+env: {{url: "{proxies[0].url}", timeout_s: {step_timeout}, retries: 2, allocate_wait_s: 60}}
+model: {{provider: openai, endpoints: [{endpoints}], name: {servers[0]["served_model_name"]},
+        guided: true, max_tokens: 64, retries: 2}}
+runner: {{num_envs: 2, max_steps: 4, step_timeout_s: {step_timeout}, max_attempts: 4}}
+""")
+        r = run_cua("rollout", str(cfg), timeout=900)
+    finally:
+        for proxy in proxies:
+            proxy.__exit__(None, None, None)
+        env.stop()
+    assert r.returncode == 0, r.stderr
+    (run,) = (tmp_path / "results").iterdir()
+    lines = read_lines(run / "episodes.jsonl")
+    attempts = [(x["task_id"], x["sample"], x["attempt"]) for x in lines]
+    assert len(attempts) == len(set(attempts)), "an attempt was recorded twice"
+    final = _final(run)
+    scheduled = {(x["task_id"], x["sample"]) for x in read_lines(run / "scheduled.jsonl")}
+    assert set(final) == scheduled and len(scheduled) == 9
+    assert os.listdir(run / "queue" / "claimed") == [] and os.listdir(run / "queue" / "pending") == []
+    for rec in lines:
+        steps = read_lines(run / rec["traj"] / "traj.jsonl") if rec["steps"] else []
+        assert [st["step"] for st in steps] == list(range(rec["steps"])), rec
+        assert rec["outcome"] != "error" or rec["stop_reason"] in ("env_error", "model_error", "eval_error", "timeout")
+    injected = sum((p.faults for p in proxies), Counter())
+    assert injected["http_500"] and injected["drop_before"] + injected["drop_after"], injected
+    report = {"injected": dict(injected), "requests": sum(sum(p.requests.values()) for p in proxies),
+              "attempts": len(lines), "pairs": len(final),
+              "pairs_ending_as_errors": sum(x["outcome"] == "error" for x in final.values()),
+              "attempts_by_stop_reason": dict(Counter(x["stop_reason"] for x in lines))}
+    print("chaos:", json.dumps(report))
 
 
 def test_stop_models_leaves_no_process(fleet):

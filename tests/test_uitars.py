@@ -1,10 +1,15 @@
 import ast
 import base64
+import re
+import time
 
 import pytest
 
 from cua_cli.actions import Action, to_command
-from cua_cli.agents.uitars import ParseError, UITarsAgent, parse_response, smart_resize, to_model_coords
+from cua_cli.agents.uitars import (GUIDED_REGEX, MAX_RESPONSE_CHARS, ParseError, UITarsAgent, parse_response,
+                                   smart_resize, to_model_coords)
+from cua_cli.code_subset import MAX_CALLS, MAX_TEXT_CHARS
+from cua_cli.envserver.pyautogui_subset import parse_code
 
 SIZES = [(1920, 1080), (1280, 720), (160, 210)]
 
@@ -129,6 +134,9 @@ def test_type_content_escapes_and_submit():
     "Action: click('(1,2)')", "Action: drag(start_box='(1,2)')", "Action: scroll(start_box='(1,2)')",
     "Action: scroll(direction='sideways')", "Action: hotkey(key='')", "Action: type(content='')", "Action: type(x)",
     "Action: click(start_box='(1,2)'", "Action: click(start_box='(1,2)') trailing junk",
+    "Action: click(start_box='(1,2)') click(start_box='(1,2)')", "Action: type(content='abc)",
+    "Action: click(start_box='(1,2)', start_box='(1,2)')", "Action: hotkey(key='a', key='b', key='c')",
+    None, b"Action: wait()",
 ])
 def test_garbage_raises(text):
     with pytest.raises(ParseError):
@@ -199,9 +207,6 @@ def test_custom_template():
 
 
 def test_guided_regex_only_admits_parseable_answers():
-    import re
-
-    from cua_cli.agents.uitars import GUIDED_REGEX
     samples = ["Thought: go\nAction: click(start_box='(12,34)')",
                "Thought: a b\nAction: drag(start_box='(1,2)', end_box='(3,4)')",
                "Thought: x\nAction: hotkey(key='ctrl shift t')",
@@ -211,4 +216,67 @@ def test_guided_regex_only_admits_parseable_answers():
     for text in samples:
         assert re.fullmatch(GUIDED_REGEX, text), text
         assert parse_response(text, 1920, 1080).actions
-    assert not re.fullmatch(GUIDED_REGEX, "Thought: x\nAction: click(start_box=__import__('os'))")
+    for text in ["Thought: x\nAction: click(start_box=__import__('os'))", "Thought: x\nAction: type(content='')",
+                 "Thought: x\nAction: hotkey(key='capslock')", "Thought: x\nAction: click(start_box='(\u0663,1)')"]:
+        assert not re.fullmatch(GUIDED_REGEX, text), text
+
+
+# Answers that used to hang the parser (exponential backtracking) or escape it
+# (RecursionError, MemoryError, inf coordinates), and answers the env would refuse.
+HOSTILE = {
+    "40-number box": "Action: click(start_box='(" + "1   " * 40 + "x)')",
+    "5000 minus signs": "Action: click(start_box=" + "-" * 5000 + "1)",
+    "5000 parentheses": "Action: click(start_box=" + "(" * 5000 + "'(1,2)'" + ")" * 5000 + ")",
+    "nested in a string": "Action: click(start_box='" + "(" * 5000 + "1,2" + ")" * 5000 + "')",
+    "1e999": "Action: click(start_box='(1e999,5)')",
+    "5000-digit integer": "Action: click(start_box='(" + "9" * 5000 + ",5)')",
+    "blank lines then junk": "Action: click(start_box='(1,2)')" + "\n" * 30_000 + "x",
+    "quotes that almost close": "Action: type(content='" + "')x" * 20_000,
+    "too long": "Action: wait()" + " " * MAX_RESPONSE_CHARS + "x",
+    "NUL": "Action: type(content='a\x00b')",
+    "lone surrogate": "Action: type(content='a\ud800b')",
+    "outside the BMP": "Action: type(content='done \U0001F600')",
+    "3000-char type": "Action: type(content='" + "a" * 3000 + "')",
+    "capslock": "Action: hotkey(key='capslock')",
+    "printscreen": "Action: press(key='printscreen')",
+    "too many calls": "Action: " + "click(start_box='(1,2)')\n" * (MAX_CALLS + 1),
+    "too many actions": "Action: " + "wait()\n" * (MAX_CALLS + 1),
+    "too long dragging": "Action: " + "drag(start_box='(1,2)', end_box='(3,4)')\n" * 21,
+    "too many key presses": "Action: " + "hotkey(key='ctrl shift alt a b')\n" * 41,
+    "too much code": "Action: " + ("type(content='" + "\u00a0" * 1990 + "')\n") * 2,
+    "calls after finished": "Action: finished(content='done')\nclick(start_box='(1,2)')",
+    "finished twice": "Action: " + ("finished(content='" + "\u00a0" * 1990 + "')\n") * 2,
+}
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_answers_fail_fast(text):
+    t0 = time.perf_counter()
+    with pytest.raises(ParseError):
+        parse_response(text, 1920, 1080)
+    assert time.perf_counter() - t0 < 0.5  # a hang guard, not a benchmark: see scripts/bench_parser.py
+
+
+def test_answers_at_the_limits_parse():
+    assert len(parse_response("Action: " + "click(start_box='(1,2)')\n" * MAX_CALLS, 1920, 1080).actions) == MAX_CALLS
+    assert one("Action: type(content='" + "a" * MAX_TEXT_CHARS + "')").text == "a" * MAX_TEXT_CHARS
+    assert one("Thought: " + "x" * (MAX_RESPONSE_CHARS - 30) + "\nAction: wait()") == Action("wait")
+
+
+@pytest.mark.parametrize("key, keys", [
+    ("ctrl+c", ("ctrl", "c")), ("Ctrl + Shift + T", ("ctrl", "shift", "t")), ("ctrl c", ("ctrl", "c")),
+    ("+", ("+",)), ("ctrl +", ("ctrl", "+")), ("ctrl++", ("ctrl", "+")), ("Return", ("enter",)),
+    ("cmd+space", ("win", "space")), ("A", ("A",)),
+])
+def test_key_combos_become_keys_the_env_knows(key, keys):
+    a = one(f"Action: hotkey(key='{key}')")
+    assert a.keys == keys
+    (command,) = parse_code(to_command(a))
+    assert command.keys == keys
+
+
+def test_finished_content_need_not_be_typeable():
+    # finished() text is the agent's answer, never typed: any character may appear in it
+    (a,) = parse_response("Action: finished(content='done \U0001F600')", 1920, 1080).actions
+    assert a.type == "finished" and a.text == "done \U0001F600"

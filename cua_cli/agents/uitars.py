@@ -1,18 +1,20 @@
 """UI-TARS: prompt messages, response parsing and coordinate mapping.
 
 The model answers `Thought: ...` then `Action: name(arg='...')`, possibly several
-calls separated by blank lines. Model text is only ever matched with regexes or
-`ast.parse` (reading string constants); it is never evaluated.
+calls on separate lines. Model text is never evaluated: a small scanner reads the
+calls, and every regex it uses runs in linear time, so any answer (at most
+MAX_RESPONSE_CHARS) parses or fails within milliseconds, and `parse_response`
+raises nothing but ParseError.
 """
 from __future__ import annotations
 
-import ast
 import base64
 import math
 import re
 from dataclasses import dataclass
 
-from cua_cli.actions import Action
+from cua_cli.actions import TERMINAL, Action, Cost
+from cua_cli.code_subset import KEY_NAMES, MAX_CALLS
 
 COORD_MODES = ("qwen25vl", "qwen2vl")
 
@@ -49,16 +51,17 @@ call_user() # the task cannot continue without help from the user
 
 # The action grammar as a regex for vLLM's guided decoding (`structured_outputs`):
 # a model held to it cannot answer something `parse_response` rejects.
-_PT = r"'\(\d{1,4},\d{1,4}\)'"
-_TEXT = r"[A-Za-z0-9 .,!?:-]{0,60}"
+_PT = r"'\([0-9]{1,4},[0-9]{1,4}\)'"
+_TEXT = r"[A-Za-z0-9 .,!?:-]"
+_KEY = "(?:" + "|".join(sorted(KEY_NAMES)) + "|[a-z0-9])"
 GUIDED_REGEX = (
     r"Thought: [A-Za-z0-9 ,.]{1,40}\nAction: (?:"
     rf"(?:click|left_double|right_single)\(start_box={_PT}\)"
     rf"|drag\(start_box={_PT}, end_box={_PT}\)"
-    r"|hotkey\(key='[a-z]{1,8}(?: [a-z]{1,8}){0,2}'\)"
-    rf"|type\(content='{_TEXT}'\)"
+    rf"|hotkey\(key='{_KEY}(?: {_KEY}){{0,2}}'\)"
+    rf"|type\(content='{_TEXT}{{1,60}}'\)"
     rf"|scroll\(start_box={_PT}, direction='(?:up|down|left|right)'\)"
-    rf"|wait\(\)|finished\(content='{_TEXT}'\))"
+    rf"|wait\(\)|finished\(content='{_TEXT}{{0,60}}'\))"
 )
 
 
@@ -104,16 +107,28 @@ def to_model_coords(x, y, width, height, coord_mode) -> tuple[int, int]:
     return round(x / width * mw), round(y / height * mh)
 
 
-_NUM = r"-?\d+(?:\.\d+)?"
-_COORDS = re.compile(rf"[(\[]?\s*{_NUM}(?:\s*[,\s]\s*{_NUM})*\s*[)\]]?")
-_WRAPPERS = re.compile(r"<\|box_start\|>|<\|box_end\|>|</?point>|</?bbox>")
+MAX_RESPONSE_CHARS = 64 * 1024
+_MAX_BOX_CHARS = 200  # a point or box, wrappers and spaces included
+_MAX_ARG_CHARS = 4096  # any other argument but type/finished content: keys, direction
+
 _ACTION = re.compile(r"(?<!\S)Action:")
-# A new call starts on a line after one that closed a call.
-_CALL_SPLIT = re.compile(r"(?<=\))\s*\n\s*(?=[A-Za-z_]\w*\()")
-_CALL = re.compile(r"([A-Za-z_]\w*)\((.*)\)", re.S)
-# Greedy up to the last quote, because models leave inner quotes unescaped.
-_CONTENT = re.compile(r"\s*content\s*=\s*(['\"])(.*)\1\s*", re.S)
-_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
+_LABEL = re.compile(r"^(Thought|Action_Summary):\s*")
+_WS = re.compile(r"\s*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\(")
+# String literals as an unrolled loop: no two ways to match the same text, so no exponential backtracking.
+_STRING = {q: re.compile(rf"{q}([^{q}\\]*(?:\\.[^{q}\\]*)*){q}", re.S) for q in "'\""}
+# What may follow a call: the end, or a newline and the next call. `[^\S\n]*\n` takes the
+# first newline only, so a run of blank lines is not retried at every newline in it.
+_BOUNDARY = r"\s*\Z|[^\S\n]*\n\s*(?=[A-Za-z_][A-Za-z0-9_]*\()"
+_NEXT_CALL = re.compile(_BOUNDARY)
+_CONTENT = re.compile(r"\s*content\s*=\s*(['\"])")
+_CONTENT_END = {q: re.compile(rf"{q}\s*\)(?={_BOUNDARY})") for q in "'\""}
+_WRAPPERS = re.compile(r"<\|box_start\|>|<\|box_end\|>|</?point>|</?bbox>")
+# Between two numbers: one comma, or whitespace.
+_SEP = re.compile(r"\s*,\s*|\s+")
+# At most six integer digits, so float() is always finite.
+_NUM = re.compile(r"-?[0-9]{1,6}(?:\.[0-9]+)?")
 
 _ALIASES = {"point": "start_box", "start_point": "start_box", "end_point": "end_box"}
 _POINT_ACTIONS = {"click": "click", "left_single": "click", "left_double": "left_double",
@@ -123,86 +138,155 @@ _ARGS = {**{name: ({"start_box"}, set()) for name in _POINT_ACTIONS},
          "drag": ({"start_box", "end_box"}, set()), "hotkey": (set(), {"key", "hotkey"}),
          "press": ({"key"}, set()), "scroll": ({"direction"}, {"start_box"}),
          "wait": (set(), set()), "call_user": (set(), set())}
+# No action takes more, so a flood of arguments is refused at the first extra one.
+_MAX_ARGS = max(len(required | optional) for required, optional in _ARGS.values())
+
+
+def _snippet(text: str, at: int = 0) -> str:
+    """Model text for an error message, cut short: answers may be 64 KB."""
+    s = text[at:at + 60]
+    return repr(s) + ("..." if len(text) > at + 60 else "")
 
 
 def _unescape(s: str) -> str:
-    # Python-like: known escapes are decoded, unknown ones (e.g. C:\Users) kept as written.
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m[1], m[0]), s, flags=re.S)
+    """Decode \\n, \\t, \\\\, \\' and \\" as Python would; keep other backslashes as written (C:\\Users)."""
+    if "\\" not in s:
+        return s
+    # Pairs of backslashes go first, left to right; the pieces between them hold no
+    # backslash followed by another, so the replacements below cannot overlap.
+    return "\\".join(p.replace("\\n", "\n").replace("\\t", "\t").replace("\\'", "'").replace('\\"', '"')
+                     for p in s.split("\\\\"))
 
 
 def _point(value: str, size, width, height) -> tuple[float, float]:
+    if len(value) > _MAX_BOX_CHARS:
+        raise ParseError(f"coordinates longer than {_MAX_BOX_CHARS} characters")
     inner = _WRAPPERS.sub("", value).strip()
-    nums = [float(n) for n in re.findall(_NUM, inner)] if _COORDS.fullmatch(inner) else []
+    inner = inner[1:] if inner.startswith(("(", "[")) else inner
+    inner = inner[:-1] if inner.endswith((")", "]")) else inner
+    parts = _SEP.split(inner.strip())
+    if len(parts) not in (2, 4) or not all(_NUM.fullmatch(p) for p in parts):
+        raise ParseError(f"bad coordinates {value!r}")
+    nums = [float(p) for p in parts]
     if len(nums) == 4:  # a box: aim at its centre
         nums = [(nums[0] + nums[2]) / 2, (nums[1] + nums[3]) / 2]
-    if len(nums) != 2:
-        raise ParseError(f"bad coordinates {value!r}")
     mw, mh = size
     return (float(min(max(nums[0] / mw * width, 0), width - 1)),
             float(min(max(nums[1] / mh * height, 0), height - 1)))
 
 
-def _kwargs(call: str) -> dict[str, str]:
-    """Keyword arguments of `call`, all of which must be string literals."""
-    try:
-        node = ast.parse(call, mode="eval").body
-    except SyntaxError as e:
-        raise ParseError(f"cannot parse {call!r}: {e.msg}") from None
-    if not isinstance(node, ast.Call) or node.args:
-        raise ParseError(f"expected name(arg='...', ...), got {call!r}")
-    for kw in node.keywords:
-        if kw.arg is None or not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)):
-            raise ParseError(f"arguments must be string literals: {call!r}")
-    return {_ALIASES.get(kw.arg, kw.arg): kw.value.value for kw in node.keywords}
+def _content(block: str, pos: int) -> tuple[str | None, int]:
+    """The content='...' argument of type/finished, which starts at `pos`, and where the call ends.
 
-
-def _parse_call(call: str, size, width, height) -> Action:
-    m = _CALL.fullmatch(call)
+    Models leave inner quotes unescaped, so the literal runs to the first quote
+    that is followed by `)` and then by the next call or the end."""
+    m = _CONTENT.match(block, pos)
     if not m:
-        raise ParseError(f"not an action call: {call!r}")
-    name, args = m[1], m[2]
+        end = _WS.match(block, pos).end()
+        if block.startswith(")", end):  # finished()
+            return None, end + 1
+        raise ParseError(f"expected content='...' at {_snippet(block, pos)}")
+    close = _CONTENT_END[m[1]].search(block, m.end())
+    if not close:
+        raise ParseError(f"unterminated content at {_snippet(block, pos)}")
+    return _unescape(block[m.end():close.start()]), close.end()
+
+
+def _kwargs(block: str, pos: int) -> tuple[dict[str, str], int]:
+    """Keyword arguments `key='str', ...` from `pos` to the closing parenthesis, and where the call ends."""
+    kw = {}
+    pos = _WS.match(block, pos).end()
+    while not block.startswith(")", pos):
+        key = _NAME.match(block, pos)
+        if not key:
+            raise ParseError(f"expected key='...' at {_snippet(block, pos)}")
+        pos = _WS.match(block, key.end()).end()
+        if not block.startswith("=", pos):
+            raise ParseError(f"expected '=' at {_snippet(block, pos)}")
+        pos = _WS.match(block, pos + 1).end()
+        literal = _STRING.get(block[pos:pos + 1])
+        literal = literal and literal.match(block, pos, pos + _MAX_ARG_CHARS)  # an unclosed one scans no further
+        if not literal:
+            raise ParseError(f"arguments must be string literals of at most {_MAX_ARG_CHARS} characters, "
+                             f"at {_snippet(block, pos)}")
+        name = _ALIASES.get(key[0], key[0])
+        if name in kw or len(kw) == _MAX_ARGS:
+            raise ParseError(f"repeated or too many arguments at {_snippet(block, key.start())}")
+        kw[name] = _unescape(literal[1])
+        pos = _WS.match(block, literal.end()).end()
+        if block.startswith(",", pos):
+            pos = _WS.match(block, pos + 1).end()
+        elif not block.startswith(")", pos):
+            raise ParseError(f"expected ',' or ')' at {_snippet(block, pos)}")
+    return kw, pos + 1
+
+
+def _parse_call(block: str, pos: int, size, width, height) -> tuple[Action, int]:
+    """The call starting at `pos`, and where it ends."""
+    m = _CALL_START.match(block, pos)
+    if not m:
+        raise ParseError(f"not an action call: {_snippet(block, pos)}")
+    name = m[0][:-1]
     if name in ("type", "finished"):
-        content = _CONTENT.fullmatch(args)
-        if not content and args.strip():
-            raise ParseError(f"expected {name}(content='...'), got {call!r}")
-        return Action(name, text=_unescape(content[2]) if content else None)
+        text, end = _content(block, m.end())
+        return Action(name, text=text), end
     if name not in _ARGS:
-        raise ParseError(f"unknown action {name!r}")
-    kw = _kwargs(call)
+        raise ParseError(f"unknown action {name!r:.60}")
+    kw, end = _kwargs(block, m.end())
     required, optional = _ARGS[name]
     if set(kw) - required - optional or required - set(kw):
-        raise ParseError(f"{name} takes {sorted(required)} and optionally {sorted(optional)}, got {call!r}")
+        raise ParseError(f"{name} takes {sorted(required)} and optionally {sorted(optional)}, "
+                         f"got {sorted(kw)} at {_snippet(block, pos)}")
     start = _point(kw["start_box"], size, width, height) if "start_box" in kw else (None, None)
     if name in _POINT_ACTIONS:
-        return Action(_POINT_ACTIONS[name], *start)
+        return Action(_POINT_ACTIONS[name], *start), end
     if name == "drag":
-        return Action("drag", *start, *_point(kw["end_box"], size, width, height))
+        return Action("drag", *start, *_point(kw["end_box"], size, width, height)), end
     if name in ("hotkey", "press"):  # press(key='enter') is a one-key hotkey
-        return Action("hotkey", keys=tuple((kw.get("key") or kw.get("hotkey") or "").split()))
+        return Action("hotkey", keys=(kw.get("key") or kw.get("hotkey") or "",)), end
     if name == "scroll":
-        return Action("scroll", *start, direction=kw["direction"].strip().lower())
-    return Action(name)
+        return Action("scroll", *start, direction=kw["direction"].strip().lower()), end
+    return Action(name), end
 
 
 def parse_response(text: str, width: int, height: int, coord_mode: str = "qwen25vl") -> Parsed:
-    """Thought and actions from UI-TARS output; points mapped to screenshot pixels."""
+    """Thought and actions from UI-TARS output; points mapped to screenshot pixels.
+
+    The actions' commands must fit one program of the env's code subset, so an
+    answer the env would refuse is the agent's ParseError, not an env error.
+    finished() or call_user() must come last: nothing after them would run."""
     size = _model_size(width, height, coord_mode)
-    text = (text or "").strip()
+    if not isinstance(text, str):
+        raise ParseError(f"response must be a string, got {type(text).__name__}")
+    if len(text) > MAX_RESPONSE_CHARS:
+        raise ParseError(f"response longer than {MAX_RESPONSE_CHARS} characters")
+    text = text.strip()
     m = _ACTION.search(text)
     if not m:
-        raise ParseError(f"no 'Action:' in response: {text[:200]!r}")
-    thought = re.sub(r"^(Thought|Action_Summary):\s*", "", text[:m.start()].strip()) or None
+        raise ParseError(f"no 'Action:' in response: {_snippet(text)}")
+    thought = _LABEL.sub("", text[:m.start()].strip()) or None
     block = text[m.end():].strip()
     if not block:
         raise ParseError("empty action after 'Action:'")
-    actions = []
-    for call in _CALL_SPLIT.split(block):
+    actions, cost, pos = [], Cost(), 0
+    while pos < len(block):
+        if len(actions) == MAX_CALLS:
+            raise ParseError(f"more than {MAX_CALLS} actions")
+        if actions and actions[-1].type in TERMINAL:
+            raise ParseError(f"nothing may follow {actions[-1].type}(): {_snippet(block, pos)}")
         try:
-            actions.append(_parse_call(call.strip(), size, width, height))
+            action, end = _parse_call(block, pos, size, width, height)
+            cost += Cost.of(action)
+            cost.check()
         except ParseError:
             raise
-        except ValueError as e:  # an Action that failed validation
-            raise ParseError(f"{e} in {call.strip()!r}") from None
+        except ValueError as e:  # an Action that failed validation, or limits exceeded
+            raise ParseError(f"{e} in {_snippet(block, pos)}") from None
+        actions.append(action)
+        after = _NEXT_CALL.match(block, end)
+        if not after:
+            raise ParseError(f"unexpected text after a call: {_snippet(block, end)}")
+        pos = after.end()
     return Parsed(thought, actions)
 
 
