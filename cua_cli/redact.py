@@ -1,9 +1,23 @@
-"""Keep secrets out of every file and log line cua writes."""
+"""Keep secrets out of every file and log line cua writes.
 
+A secret leaks in more spellings than its own, so `Redactor.text` masks them
+all: percent-encoded (either hex case, `+` for a space, encoded twice),
+escaped for JSON or Python (`\\u0061`, `\\x61`, `\\"`, escaped again when
+JSON holds JSON), as HTML character references, in upper or lower case, and
+inside base64 or base64url (a Basic-auth header holds `user:secret`), at any
+alignment. Mixed spellings (`quote` leaves some characters as they are) are
+masked too: each character of a secret may take any of its spellings.
+"""
+
+import base64
 import os
 import re
 
 _URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+_HTML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
+_SHORT_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\b": "b", "\f": "f", '"': '"', "\\": "\\", "/": "/", "'": "'"}
+_BACKSLASHES = r"\\{1,8}"  # one escape, or one per level of escaped-again text; bounded, so no backtracking blowup
+_BASE64_URLSAFE = str.maketrans("-_", "+/")
 
 
 def read_secrets(cfg) -> dict:
@@ -18,21 +32,86 @@ def read_secrets(cfg) -> dict:
     return out
 
 
+def _utf8(s: str) -> bytes:
+    return s.encode("utf-8", "surrogatepass")  # a lone surrogate in a secret is still a secret
+
+
+def _char(c: str) -> str:
+    """A regex matching one character of a secret in any of its spellings (the pattern ignores case)."""
+    code, raw = ord(c), _utf8(c)
+    forms = [re.escape(c), "".join(f"%(?:25)?{b:02x}" for b in raw)]
+    if c == " ":
+        forms.append(r"\+")
+    if code < 0x10000:
+        forms.append(f"{_BACKSLASHES}u{code:04x}")
+    else:  # JSON spells it as a surrogate pair, Python as \U0001XXXX
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms += [f"{_BACKSLASHES}u{high:04x}{_BACKSLASHES}u{low:04x}", f"{_BACKSLASHES}U{code:08x}"]
+    if code < 0x100:
+        forms.append(f"{_BACKSLASHES}x{code:02x}")
+    if code >= 0x80:  # the UTF-8 bytes in a bytes repr
+        forms.append("".join(f"{_BACKSLASHES}x{b:02x}" for b in raw))
+    if c in _SHORT_ESCAPES:
+        forms.append(_BACKSLASHES + re.escape(_SHORT_ESCAPES[c]))
+    forms += [f"&#0*{code};", f"&#x0*{code:x};"] + ([f"&{_HTML_NAMES[c]};"] if c in _HTML_NAMES else [])
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _merge(spans) -> list[tuple[int, int]]:
+    merged = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 class Redactor:
     def __init__(self, secrets):
         # Longest first, so a secret containing another is masked whole.
         self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._spelled = re.compile("|".join("".join(map(_char, s)) for s in self.secrets), re.IGNORECASE)
+        self._raw = [_utf8(s) for s in self.secrets]
+        # A run of base64 characters holds a secret only if it has enough bits for it.
+        fewest = -(-8 * min(map(len, self._raw), default=1) // 6)
+        self._base64_run = re.compile(f"[A-Za-z0-9+/_-]{{{fewest},}}=*")
 
     def text(self, s: str) -> str:
-        for secret in self.secrets:
-            s = s.replace(secret, "***")
-        return _URL_USERINFO.sub(r"\1***@", s)
+        if not self.secrets:
+            return _URL_USERINFO.sub(r"\1***@", s)
+        spans = [m.span() for m in self._spelled.finditer(s)] + self._base64_spans(s)
+        out, last = [], 0
+        for start, end in _merge(spans):
+            out += [s[last:start], "***"]
+            last = end
+        out.append(s[last:])
+        return _URL_USERINFO.sub(r"\1***@", "".join(out))
+
+    def _base64_spans(self, s: str) -> list[tuple[int, int]]:
+        """Runs of base64 text (padding included) that decode to bytes holding a secret.
+
+        The encoded string may start anywhere in a run of base64 characters
+        (glued to other words), so each run is decoded from each of the four
+        character offsets; the secret may sit at any byte inside.
+        """
+        spans = []
+        for m in self._base64_run.finditer(s):
+            run = m.group().rstrip("=").translate(_BASE64_URLSAFE)
+            for offset in range(4):
+                chunk = run[offset:]
+                chunk = chunk[:len(chunk) - (len(chunk) % 4 == 1)]  # a lone last character holds no whole byte
+                data = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
+                if any(secret in data for secret in self._raw):
+                    spans.append(m.span())
+                    break
+        return spans
 
     def obj(self, o):
         if isinstance(o, str):
             return self.text(o)
         if isinstance(o, dict):
-            return {k: self.obj(v) for k, v in o.items()}
-        if isinstance(o, list):
+            return {self.obj(k): self.obj(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
             return [self.obj(v) for v in o]
         return o

@@ -1,9 +1,115 @@
-"""Reading a cua run folder back, also while it runs: scheduled pairs and final results."""
+"""Reading a cua run folder back, also while it runs: scheduled pairs and final results.
 
+Every line read goes through `scheduled_record` or `episode_record`, the one
+place that decides what a valid line is; what they reject or repair is warned
+about with file and line, never raised.
+"""
+
+import json
+import sys
 from collections import Counter
 from pathlib import Path
 
-from .jsonl import read_from
+from .jsonl import scan, warn_problems
+
+OUTCOMES = ("success", "failure", "error")
+_TEXT_FIELDS = ("domain", "stop_reason", "error", "traj", "instruction")
+_MAX_INDEX = 2 ** 53      # samples, attempts and steps beyond this are not counts but noise
+_MAX_DURATION = 1e9       # seconds (30 years): more is noise, and sums of it overflow
+_MAX_NUMBER = sys.float_info.max  # NaN and the infinities fail a range test too
+_TEXT_OR_NULL = (str, type(None))
+
+
+def _show(v) -> str:
+    """A field's value for a warning: short, ASCII, in JSON's words."""
+    if isinstance(v, (dict, list)):
+        return "an object" if isinstance(v, dict) else "an array"
+    if isinstance(v, str) and len(v) > 40:
+        v = v[:40] + "..."
+    return json.dumps(v)[:60]
+
+
+def _is_index(v) -> bool:
+    return type(v) is int and 0 <= v <= _MAX_INDEX
+
+
+def _in_range(v, low, high) -> bool:
+    return type(v) in (int, float) and low <= v <= high
+
+
+_PLACES = (("task_id", lambda v: type(v) is str, "a string"), ("sample", _is_index, "an integer >= 0"),
+           ("attempt", _is_index, "an integer >= 0"), ("outcome", lambda v: v in OUTCOMES, " or ".join(OUTCOMES)))
+
+
+def _unplaced(obj, keys) -> str | None:
+    """Why `obj` cannot be placed: the first of `keys` missing or mistyped."""
+    if type(obj) is not dict:
+        return "skipped a line that is not an object"
+    for key, ok, want in _PLACES:
+        if key in keys and not ok(obj.get(key)):
+            return f"skipped a line whose {key} is {_show(obj.get(key))}, not {want}"
+    return None
+
+
+def scheduled_record(obj) -> tuple[dict | None, str | None]:
+    """A scheduled.jsonl line as a record with a string task_id, a sample index and
+    a string or null domain; or None. And what was wrong with the line."""
+    get = obj.get if type(obj) is dict else None
+    if not (get and type(get("task_id")) is str and _is_index(get("sample"))):
+        return None, _unplaced(obj, ("task_id", "sample"))
+    if type(get("domain")) not in _TEXT_OR_NULL:
+        return {**obj, "domain": None}, f"domain is {_show(get('domain'))}, not a string; read as null"
+    return obj, None
+
+
+def episode_record(obj) -> tuple[dict | None, str | None]:
+    """An episodes.jsonl line as a record every reader can trust, and what was wrong with it.
+
+    The record is None when the line cannot be placed: task_id, sample,
+    attempt or outcome missing or mistyped. A score that is not a number in
+    [0, 1], or a reward that is not a finite number, is no result at all: the
+    record becomes an error (stop_reason `eval_error`), never a success. An
+    outcome that disagrees with the score follows the score. Other fields are
+    absent, null or of their type: a mistyped one becomes null. Extra fields
+    are kept. A line that needs no repair is returned as it is: this runs
+    once per line of large runs.
+    """
+    get = obj.get if type(obj) is dict else None
+    if not (get and type(get("task_id")) is str and _is_index(get("sample")) and _is_index(get("attempt"))
+            and get("outcome") in OUTCOMES):
+        return None, _unplaced(obj, ("task_id", "sample", "attempt", "outcome"))
+    fixes, problems = {}, []
+    for key in _TEXT_FIELDS:
+        if type(get(key)) not in _TEXT_OR_NULL:
+            fixes[key] = None
+            problems.append(f"{key} is {_show(get(key))}, not a string; read as null")
+    steps, duration = get("steps"), get("duration_s")
+    if steps is not None and not _is_index(steps):
+        fixes["steps"] = None
+        problems.append(f"steps is {_show(steps)}, not an integer >= 0; read as null")
+    if duration is not None and not _in_range(duration, 0, _MAX_DURATION):
+        fixes["duration_s"] = None
+        problems.append(f"duration_s is {_show(duration)}, not a number of seconds; read as null")
+    outcome, score, reward = get("outcome"), get("score"), get("reward")
+    bad = None
+    if reward is not None and not _in_range(reward, -_MAX_NUMBER, _MAX_NUMBER):
+        fixes["reward"] = None
+        bad = f"reward is {_show(reward)}, not a finite number"
+    elif outcome != "error" and not _in_range(score, 0, 1):
+        bad = f"score is {_show(score)}, not a number in [0, 1]"
+    if bad and outcome != "error":
+        problems.append(bad + "; counted as an error")
+        outcome = "error"
+        fixes.update(outcome=outcome, stop_reason="eval_error", error=fixes.get("error", get("error")) or bad)
+    elif bad:
+        problems.append(bad + "; read as null")
+    if outcome == "error":
+        if score is not None:
+            fixes["score"] = None
+    elif (score == 1) != (outcome == "success"):
+        fixes["outcome"] = "success" if score == 1 else "failure"
+        problems.append(f"outcome {outcome!r} disagrees with score {score}; read as {fixes['outcome']!r}")
+    return ({**obj, **fixes} if fixes else obj), "; ".join(problems) or None
 
 
 class RunReader:
@@ -13,19 +119,34 @@ class RunReader:
         self.path = Path(path)
         self.scheduled: dict[tuple[str, int], str | None] = {}
         self.final: dict[tuple[str, int], dict] = {}
-        self._offsets = [0, 0]
+        self._pos = {"scheduled.jsonl": (0, 1), "episodes.jsonl": (0, 1)}  # byte offset, line number
 
     def refresh(self, warn: bool = False) -> "RunReader":
-        rows, self._offsets[0] = read_from(self.path / "scheduled.jsonl", self._offsets[0], warn)
-        for r in rows:
+        for r in self._read("scheduled.jsonl", scheduled_record, warn):
             self.scheduled[(r["task_id"], r["sample"])] = r.get("domain")
-        rows, self._offsets[1] = read_from(self.path / "episodes.jsonl", self._offsets[1], warn)
-        for r in rows:
+        for r in self._read("episodes.jsonl", episode_record, warn):
             pair = (r["task_id"], r["sample"])
             old = self.final.get(pair)
             if old is None or r["attempt"] >= old["attempt"]:
                 self.final[pair] = r
         return self
+
+    def _read(self, name: str, check, warn: bool) -> list[dict]:
+        """The new valid records of one file, each line checked by `check`."""
+        path = self.path / name
+        offset, line = self._pos[name]
+        rows, problems, offset, line = scan(path, offset, line)
+        self._pos[name] = (offset, line)
+        records = []
+        for n, obj in rows.items():
+            rec, problem = check(obj)
+            if problem:
+                problems.append((n, problem))
+            if rec is not None:
+                records.append(rec)
+        if warn:
+            warn_problems(path, sorted(problems))
+        return records
 
     def summary(self) -> dict:
         """Live counts for the progress bar (`cua stats` has the full figures)."""

@@ -1,3 +1,8 @@
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cua_cli.names import encode_task_id, pair_key
 
 
@@ -23,3 +28,22 @@ def test_encoding_is_injective_on_tricky_ids():
 def test_pair_key_separates_sample():
     assert pair_key("a__1", 2) != pair_key("a", 12)
     assert pair_key("t", 3).endswith("__3")
+
+
+# st.text() drops most lone surrogates; a list of characters keeps them.
+ANY_ID = st.lists(st.characters() | st.characters(categories=["Cs"]), max_size=200).map("".join)
+
+
+@given(ANY_ID, ANY_ID)
+def test_encoding_is_safe_bounded_and_injective_on_any_string(a, b):
+    ea, eb = encode_task_id(a), encode_task_id(b)
+    for enc in (ea, eb):
+        assert re.fullmatch(r"[A-Za-z0-9_.%~-]{1,120}", enc)
+        assert enc not in (".", "..") and not enc.startswith(".")
+    assert (ea == eb) == (a == b)
+
+
+def test_lone_surrogates_are_encoded_like_other_characters():
+    assert encode_task_id("a\udcffb") == "a%ED%B3%BFb"
+    assert encode_task_id("\ud800") != encode_task_id("\udc00")
+    assert pair_key("\udc80", 0) == "%ED%B2%80__0"

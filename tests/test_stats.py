@@ -210,3 +210,124 @@ runner: {num_envs: 2, max_steps: 4}
     for (task, _), f in finals.items():
         by_task.setdefault(task, []).append(f["score"] == 1.0)
     assert r["pass_at_k"]["2"] == pytest.approx(sum(any(v) for v in by_task.values()) / len(by_task))
+
+
+def rec(**kw):
+    return dict(json.loads(line(**{"outcome": "success", "score": 1.0, **kw})))
+
+
+def assert_clean(r, code=0):
+    assert r.returncode == code, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.fixture
+def bad_run(tmp_path):
+    """A cua run whose files hold every kind of bad line, each next to a good one."""
+    run = tmp_path / "bad-run"
+    run.mkdir()
+    sched = [{"task_id": t, "domain": "d", "sample": 0} for t in ("t1", "t2")] + [
+        ["t3", 0], {"task_id": "t4", "domain": "d", "sample": "x"}, {"task_id": "t5", "domain": {"a": 1}, "sample": 0}
+    ] + [{"task_id": t, "domain": "d", "sample": 0} for t in ("t6", "t7", "t8")]
+    (run / "scheduled.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sched))
+    t8 = json.dumps(rec(task_id="t8", sample=0))
+    lines = [
+        json.dumps(rec(task_id="t1", sample=0)),                                    # 1 good
+        json.dumps({k: v for k, v in rec(task_id="t2", sample=0).items() if k != "task_id"}),  # 2 no task_id
+        json.dumps(rec(task_id="t2", sample="x")),                                  # 3
+        json.dumps(rec(task_id="t2", sample=0, attempt=None)),                      # 4
+        json.dumps(rec(task_id="t2", sample=0, outcome=5)),                         # 5
+        json.dumps(rec(task_id="t2", sample=0, score="1")),                         # 6 an error, not a success
+        json.dumps(rec(task_id="t5", sample=0, score=float("nan"))),                # 7 NaN: an error
+        json.dumps(rec(task_id="t6", sample=0, reward=float("inf"))),               # 8 Infinity: an error
+        json.dumps(rec(task_id="t7", sample=0, score=1.5)),                         # 9 out of range: an error
+        "\udcff\udcfe not UTF-8",                                                   # 10
+        json.dumps({"x": "y" * 3_000_000}),                                         # 11 huge, no task_id
+        "[" * 100_000,                                                              # 12 too deep for json
+        t8 + t8,                                                                    # 13 two objects: neither counts
+        t8[:25] + json.dumps(rec(task_id="t8", sample=0, outcome="failure", score=0.0)),  # 14 torn, then a record
+        json.dumps(["a list"]),                                                     # 15
+    ]
+    (run / "episodes.jsonl").write_bytes("".join(ln + "\n" for ln in lines).encode("utf-8", "surrogateescape"))
+    return run
+
+
+def test_bad_lines_are_warned_about_by_file_and_line_and_never_crash(bad_run):
+    r = run_cua("stats", str(bad_run), "--format", "json")
+    assert_clean(r)
+    (s,) = json.loads(r.stdout)["runs"]
+    # t3, t4 were never validly scheduled; t5 is, with no domain
+    assert (s["scheduled"], s["finished"], s["missing"], s["errors"]) == (6, 6, 0, 4)
+    assert s["success_rate"] == pytest.approx(1 / 6)   # t1; t8's final line is the torn-then-recovered failure
+    assert s["errors_by_stop_reason"] == {"eval_error": 4}
+    assert set(s["domains"]) == {"d", "None"}
+    for n in (3, 4):
+        assert f"{bad_run / 'scheduled.jsonl'}:{n}: " in r.stderr
+    for n in range(2, 16):
+        assert f"{bad_run / 'episodes.jsonl'}:{n}: " in r.stderr, n
+    for cmd in (["compare", str(bad_run), str(bad_run)], ["view", str(bad_run)],
+                ["stats", str(bad_run), "--by", "task"]):
+        assert_clean(run_cua(*cmd))
+
+
+def test_a_line_counts_the_same_whatever_other_lines_hold(tmp_path):
+    def finished(extra_lines):
+        run = tmp_path / f"run{len(extra_lines)}"
+        run.mkdir()
+        (run / "scheduled.jsonl").write_text("".join(
+            json.dumps({"task_id": t, "domain": None, "sample": 0}) + "\n" for t in ("a", "b", "c")))
+        two = json.dumps(rec(task_id="b", sample=0)) + "," + json.dumps(rec(task_id="c", sample=0))
+        first = json.dumps(rec(task_id="a", sample=0))
+        (run / "episodes.jsonl").write_text("\n".join([first, two, *extra_lines]) + "\n")
+        r = run_cua("stats", str(run), "--format", "json")
+        assert_clean(r)
+        return json.loads(r.stdout)["runs"][0]["finished"]
+
+    assert finished([]) == finished(["garbage"]) == finished(["{}", "[]"]) == 1
+
+
+def test_a_torn_line_does_not_swallow_the_record_after_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "scheduled.jsonl").write_text("".join(
+        json.dumps({"task_id": t, "domain": None, "sample": 0}) + "\n" for t in ("a", "b")))
+    torn = '{"task_id": "a", "sample": 0, "outc'
+    (run / "episodes.jsonl").write_text(torn + json.dumps(rec(task_id="b", sample=0)) + "\n")
+    r = run_cua("stats", str(run), "--format", "json")
+    assert_clean(r)
+    s = json.loads(r.stdout)["runs"][0]
+    assert (s["finished"], s["success_rate"]) == (1, 0.5)
+    assert f"{run / 'episodes.jsonl'}:1: recovered a record" in r.stderr
+
+
+def test_nan_infinite_and_out_of_range_results_are_errors_not_successes(tmp_path):
+    root = osworld_results(tmp_path / "osworld", {"a": "nan", "b": "inf", "c": "1.5", "d": "-0.5", "e": "1", "f": "x"})
+    r = run_cua("stats", str(root), "--format", "json")
+    assert_clean(r)
+    s = json.loads(r.stdout)["runs"][0]
+    assert (s["finished"], s["errors"], s["success_rate"]) == (6, 5, pytest.approx(1 / 6))
+    for task in "abcdf":
+        assert str(root / "chrome" / task / "result.txt") in r.stderr
+    dart = tmp_path / "dart"
+    for trace, reward in enumerate(["nan", "7", "-0.5", "1", "-Infinity"]):
+        d = dart / f"t_{trace}"
+        d.mkdir(parents=True)
+        (d / "task_config.json").write_text(json.dumps({"raw": {"task_id": "t", "task_type": "os"}}))
+        (d / "reward.txt").write_text(reward)
+    r = run_cua("stats", str(dart), "--format", "json")
+    assert_clean(r)
+    s = json.loads(r.stdout)["runs"][0]
+    assert (s["finished"], s["errors"], s["success_rate"]) == (5, 4, pytest.approx(1 / 5))
+    assert str(dart / "t_0" / "reward.txt") in r.stderr and str(dart / "t_1" / "reward.txt") in r.stderr
+
+
+@pytest.mark.parametrize("listing", ['"chrome"', '["a", "b"]', '{"chrome": "abc"}', '{"chrome": [1, 2]}',
+                                     '{"chrome": [["a"]]}', '{"chrome": ["a", null]}', "[" * 100_000])
+def test_task_lists_of_the_wrong_shape_are_refused(osworld_run, tmp_path, listing):
+    root, _ = osworld_run
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(listing)
+    for cmd in ("stats", "compare"):
+        r = run_cua(cmd, str(root), *([str(root)] if cmd == "compare" else []), "--tasks", str(tasks))
+        assert_clean(r, code=2)
+        assert str(tasks) in r.stderr

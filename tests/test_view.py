@@ -1,8 +1,11 @@
 """`cua view`, checked the way a person sees it: rendered in real headless Chromium."""
 
+import html
 import json
+import os
 import pathlib
 import random
+import re
 
 import pytest
 from selenium import webdriver
@@ -148,3 +151,53 @@ def test_large_run_in_progress(browser, tmp_path):
     assert len(browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")) == 500  # paged
     Select(browser.find_element(By.ID, "f-outcome")).select_by_value("missing")
     assert browser.find_element(By.ID, "shown").text.startswith("1000 of 10000")
+
+
+def files_under(root):
+    """Every path under `root`, links listed but not followed."""
+    return {pathlib.Path(d, name) for d, dirs, files in os.walk(root) for name in dirs + files}
+
+
+def test_a_crafted_run_cannot_make_the_report_read_or_write_outside(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "traj.jsonl").write_text(json.dumps({"step": 0, "screenshot": "../secret.txt"}) + "\n")
+    run = tmp_path / "runs" / "crafted"
+    steps = run / "trajectories" / "t" / "0_0"
+    steps.mkdir(parents=True)
+    (steps / "ok.png").write_bytes(b"\x89PNG not really")
+    (steps / "link.png").symlink_to(secret)
+    (run / "trajectories" / "t" / "1_0").symlink_to(outside, target_is_directory=True)
+    shots = ["../../secret.txt", "../../../../secret.txt", str(secret), "link.png", ".", None, "ok.png"]
+    (steps / "traj.jsonl").write_text("".join(
+        json.dumps({"step": i, "screenshot": s, "action": [{"type": "click", "x": 1, "y": 2}], "width": 10,
+                    "height": 10}) + "\n" for i, s in enumerate(shots)))
+    trajs = {"t": "trajectories/t/0_0", "u": "trajectories/t/1_0", "v": str(outside), "w": "../../outside"}
+    (run / "scheduled.jsonl").write_text("".join(
+        json.dumps({"task_id": t, "domain": "d", "sample": 0}) + "\n" for t in trajs))
+    (run / "episodes.jsonl").write_text("".join(json.dumps(
+        {"task_id": t, "domain": "d", "sample": 0, "attempt": 0, "outcome": "failure", "score": 0.0, "reward": 0,
+         "steps": 1, "stop_reason": "finished", "duration_s": 1.0, "error": None, "traj": traj}) + "\n"
+        for t, traj in trajs.items()))
+    out = tmp_path / "report"
+    before = files_under(tmp_path)
+    r = run_cua("view", str(run), "--out", str(out))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert files_under(tmp_path) - files_under(out) - {out} == before, "nothing written outside the report folder"
+    for p in files_under(out):
+        assert not p.is_symlink()
+        if p.is_file():
+            assert not p.samefile(secret) and b"TOP SECRET" not in p.read_bytes()
+    shown = []
+    for page in (out / "episodes").glob("*.html"):
+        for src in re.findall(r'<img src="([^"]+)"', page.read_text()):
+            shown.append((page.parent / html.unescape(src)).resolve())
+    assert shown == [(out / "shots" / "trajectories" / "t" / "0_0" / "ok.png").resolve()]
+    assert f"{steps / 'traj.jsonl'}:1: " in r.stderr and f"{steps / 'traj.jsonl'}:4: " in r.stderr
+    # The default report folder is inside the run: a link there must not lead the report out.
+    (run / "view").symlink_to(outside, target_is_directory=True)
+    before = files_under(tmp_path)
+    r = run_cua("view", str(run))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and files_under(tmp_path) == before

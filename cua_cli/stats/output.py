@@ -7,6 +7,11 @@ import json
 from tabulate import tabulate
 
 
+def _printable(text: str) -> str:
+    """Lone surrogates (task ids from undecodable names) as \\udXXX, which any terminal can print."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
 def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
@@ -62,7 +67,7 @@ def render_stats(result: dict, fmt: str, by: str | None) -> str:
     if fmt == "json":
         return json.dumps(result, indent=2)
     if fmt == "csv":
-        return _csv(_breakdown(runs, by) if by else [_flat(r) for r in runs])
+        return _printable(_csv(_breakdown(runs, by) if by else [_flat(r) for r in runs]))
     tablefmt = "github" if fmt == "markdown" else "simple_outline"
     mixed = len({r["layout"] for r in runs}) > 1
     parts = [tabulate([_run_row(r, mixed) for r in runs], headers="keys", tablefmt=tablefmt, floatfmt=".1f")]
@@ -85,7 +90,7 @@ def render_stats(result: dict, fmt: str, by: str | None) -> str:
         if r["errors_by_stop_reason"]:
             reasons = ", ".join(f"{k}={v}" for k, v in sorted(r["errors_by_stop_reason"].items()))
             parts.append(f"{r['run']}: errors by stop reason: {reasons}")
-    return "\n\n".join(parts)
+    return _printable("\n\n".join(parts))
 
 
 def render_compare(result: dict, fmt: str) -> str:
@@ -99,7 +104,7 @@ def render_compare(result: dict, fmt: str) -> str:
     domains = [{"domain": d, "tasks": v["tasks"], "delta (B-A) points": f"{100 * v['delta']:+.1f}"}
                for d, v in result["domains"].items()]
     if fmt == "csv":
-        return _csv([summary]) + "\n" + _csv(domains)
+        return _printable(_csv([summary]) + "\n" + _csv(domains))
     tablefmt = "github" if fmt == "markdown" else "simple_outline"
     parts = [tabulate(list(summary.items()), tablefmt=tablefmt, disable_numparse=True),
              tabulate(domains, headers="keys", tablefmt=tablefmt, disable_numparse=True,
@@ -109,4 +114,4 @@ def render_compare(result: dict, fmt: str) -> str:
         if result[key]:
             shown = ", ".join(result[key][:20]) + (f", ... ({len(result[key])} in all)" if len(result[key]) > 20 else "")
             parts.append(f"{label}: {shown}")
-    return "\n\n".join(parts)
+    return _printable("\n\n".join(parts))

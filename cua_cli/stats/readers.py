@@ -5,6 +5,10 @@ Detected from the folder's contents:
 - cua:    run.json / scheduled.jsonl + episodes.jsonl
 - OSWorld: <domain>/<example_id>/ with result.txt (a float) and traj.jsonl
 - DART:   <task_id>_<trace_id>/ with reward.txt and task_config.json
+
+What cannot be read is warned about, naming the file, and never raised: a
+score that is not a number in [0, 1] (NaN, infinite, garbage) is an error,
+never a success. Only a task list of the wrong shape stops the reading.
 """
 
 import json
@@ -37,18 +41,41 @@ class LayoutError(ValueError):
     pass
 
 
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
+
+
 def read_run(path, tasks_file=None) -> RunData:
     p = Path(path)
     if not p.is_dir():
         raise LayoutError(f"{p}: not a folder")
-    if (p / "scheduled.jsonl").exists() or (p / "run.json").exists():
-        return _read_cua(p)
-    if any(p.glob("*/task_config.json")):
-        return _read_dart(p)
-    if any(p.glob("*/*/result.txt")) or any(p.glob("*/*/traj.jsonl")):
-        return _read_osworld(p, tasks_file)
+    listing = read_task_list(tasks_file) if tasks_file else None
+    try:
+        if (p / "scheduled.jsonl").exists() or (p / "run.json").exists():
+            return _read_cua(p)
+        if any(p.glob("*/task_config.json")):
+            return _read_dart(p)
+        if any(p.glob("*/*/result.txt")) or any(p.glob("*/*/traj.jsonl")):
+            return _read_osworld(p, listing)
+    except OSError as e:  # a folder where a file is due, no permission: name it, no traceback
+        raise LayoutError(f"{p}: cannot read: {e}") from None
     raise LayoutError(f"{p}: not a cua run, an OSWorld results folder (<domain>/<example>/result.txt) "
                       "or a DART rollout folder (<task>_<trace>/reward.txt)")
+
+
+def read_task_list(tasks_file) -> dict[str, list[str]]:
+    """OSWorld's test_all.json: {domain: [task id, ...]}; any other shape is refused, not guessed at."""
+    try:
+        listing = json.loads(Path(tasks_file).read_bytes())
+    except (OSError, ValueError, RecursionError) as e:
+        raise LayoutError(f"{tasks_file}: cannot read the task list: {e}") from None
+    if not isinstance(listing, dict):
+        raise LayoutError(f"{tasks_file}: a task list maps each domain to a list of task ids, "
+                          f"got {type(listing).__name__} at top level")
+    for domain, ids in listing.items():
+        if not isinstance(ids, list) or not all(isinstance(t, str) for t in ids):
+            raise LayoutError(f"{tasks_file}: domain {domain!r}: expected a list of task id strings")
+    return listing
 
 
 def _read_cua(p: Path) -> RunData:
@@ -67,29 +94,44 @@ def from_reader(reader: RunReader) -> RunData:
             data.infeasible.add(pair[0])
         if pair not in reader.scheduled:
             # A line without its scheduled pair (an older run, a hand-made folder): still counted.
-            print(f"warning: {reader.path}: {pair} has an episode line but was never scheduled", file=sys.stderr)
+            _warn(f"{reader.path}: {pair} has an episode line but was never scheduled")
             data.domains.setdefault(pair[0], rec.get("domain"))
             data.pairs[pair] = _final(rec)
     return data
 
 
 def _final(rec: dict) -> Final:
+    """A record checked by `episode_record` (every field absent, null or of its type) as a Final."""
     return Final(rec["outcome"], rec.get("score"), rec.get("steps"), rec.get("duration_s"), rec.get("stop_reason"))
 
 
-def _read_float(path: Path):
+def _read_float(path: Path) -> float | None:
     try:
-        return float(path.read_text().strip())
+        with path.open("rb") as f:
+            text = f.read(101)
+        return None if len(text) > 100 else float(text.decode())  # a score is short: more is not one
     except (OSError, ValueError):
         return None
 
 
-def _score(value: float) -> Final:
-    score = min(max(value, 0.0), 1.0)
-    return Final("success" if score == 1.0 else "failure", score)
+def _score(path: Path, value: float | None) -> Final:
+    """The Final of a score file: a number in [0, 1], else an evaluation error (NaN is no success)."""
+    if value is None or not (0 <= value <= 1):
+        _warn(f"{path}: holds {'no number' if value is None else value} where a score in [0, 1] is due; "
+              "counted as an error")
+        return Final("error", None, stop_reason="eval_error")
+    return Final("success" if value == 1 else "failure", value)
 
 
-def _read_osworld(p: Path, tasks_file) -> RunData:
+def _count_lines(path: Path) -> int | None:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return None
+
+
+def _read_osworld(p: Path, listing) -> RunData:
     data = RunData(p.name, "osworld")
     for example in sorted(d for d in p.glob("*/*") if d.is_dir()):
         domain, task_id = example.parent.name, example.name
@@ -98,41 +140,55 @@ def _read_osworld(p: Path, tasks_file) -> RunData:
         if not result.exists():
             data.pairs[(task_id, 0)] = None  # started, never scored: missing
             continue
-        value = _read_float(result)
-        if value is None:
-            data.pairs[(task_id, 0)] = Final("error", None, stop_reason="eval_error")
-            continue
-        final = _score(value)
-        traj = example / "traj.jsonl"
-        if traj.exists():
-            final.steps = sum(1 for line in traj.open(errors="replace") if line.strip())
+        final = _score(result, _read_float(result))
+        if final.outcome != "error" and (example / "traj.jsonl").exists():
+            final.steps = _count_lines(example / "traj.jsonl")
         data.pairs[(task_id, 0)] = final
-    if tasks_file:
-        try:
-            listing = json.loads(Path(tasks_file).read_text())
-        except (OSError, ValueError) as e:
-            raise LayoutError(f"{tasks_file}: cannot read the task list: {e}") from None
-        for domain, ids in listing.items():
-            for task_id in ids:
-                data.domains.setdefault(task_id, domain)
-                data.pairs.setdefault((task_id, 0), None)  # never started: missing
+    for domain, ids in (listing or {}).items():
+        for task_id in ids:
+            data.domains.setdefault(task_id, domain)
+            data.pairs.setdefault((task_id, 0), None)  # never started: missing
     return data
+
+
+def _dart_task(folder: Path):
+    """(task id, task type, evaluator func) from a trace's task_config.json, or None if unreadable."""
+    path = folder / "task_config.json"
+    try:
+        cfg = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as e:
+        _warn(f"{path}: cannot read ({e}); trace skipped")
+        return None
+    if not isinstance(cfg, dict):
+        _warn(f"{path}: not a JSON object; trace skipped")
+        return None
+    raw = cfg.get("raw") if isinstance(cfg.get("raw"), dict) else {}
+    task_id = raw.get("task_id")
+    if isinstance(task_id, int) and not isinstance(task_id, bool):
+        task_id = str(task_id)
+    if not (isinstance(task_id, str) and task_id):
+        if task_id not in (None, ""):
+            _warn(f"{path}: raw.task_id is not a string; the folder name is used")
+        task_id = folder.name.rsplit("_", 1)[0]
+    task_type = raw.get("task_type")
+    if task_type is not None and not isinstance(task_type, str):
+        _warn(f"{path}: raw.task_type is not a string; read as null")
+        task_type = None
+    evaluator = cfg.get("evaluator") or raw.get("evaluator")
+    func = evaluator.get("func") if isinstance(evaluator, dict) else None
+    return task_id, task_type, func
 
 
 def _read_dart(p: Path) -> RunData:
     data = RunData(p.name, "dart")
     traces: dict[str, list] = {}
     for folder in sorted(d for d in p.iterdir() if (d / "task_config.json").exists()):
-        try:
-            cfg = json.loads((folder / "task_config.json").read_text())
-        except ValueError as e:
-            print(f"warning: {folder}/task_config.json is not JSON ({e}); skipped", file=sys.stderr)
+        task = _dart_task(folder)
+        if task is None:
             continue
-        raw = cfg.get("raw") or {}
-        task_id = str(raw.get("task_id") or folder.name.rsplit("_", 1)[0])
-        data.domains[task_id] = raw.get("task_type")
-        evaluator = cfg.get("evaluator") or raw.get("evaluator") or {}
-        if isinstance(evaluator, dict) and evaluator.get("func") == "infeasible":
+        task_id, task_type, func = task
+        data.domains[task_id] = task_type
+        if func == "infeasible":
             data.infeasible.add(task_id)
         traces.setdefault(task_id, []).append(folder)
     for task_id, folders in traces.items():
@@ -143,9 +199,7 @@ def _read_dart(p: Path) -> RunData:
                 final = None
             elif value in (-1.0, -2.0):  # DART's codes: evaluation failed / model failed
                 final = Final("error", None, stop_reason="eval_error" if value == -1.0 else "model_error")
-            elif value is None:
-                final = Final("error", None, stop_reason="eval_error")
             else:
-                final = _score(value)
+                final = _score(reward_file, value)
             data.pairs[(task_id, sample)] = final
     return data

@@ -5,16 +5,22 @@ Pages only reference screenshots (relative links), so a report inside the
 run folder adds a few KB per episode; a report written elsewhere hard-links
 (or copies) the screenshots so it stays self-contained. Works on a run that
 is still going: unfinished pairs are listed as missing.
+
+A run folder is data, possibly crafted: the report reads and links only
+files whose real path (links followed) is inside the run folder, and writes
+only inside its own folder, never through a link that is already there.
 """
 
 import html
 import json
 import os
 import shutil
+import sys
+import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from ..jsonl import read_lines
+from ..jsonl import scan, warn_problems
 from ..names import pair_key
 from ..results import RunReader
 from ..stats.compare import task_scores
@@ -36,14 +42,52 @@ def _pct(x) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
+
+
+def _text(v) -> str:
+    return "" if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
+def _is_size(v) -> bool:
+    return type(v) is int and 0 < v < 100_000
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a new file and rename it over `path`: whatever sits at `path` (a link
+    planted in the run folder, a hard link to a file elsewhere) is replaced, never
+    written through. Lone surrogates of task ids are written as \\udXXX."""
+    tmp = path.with_name(f".{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8", "backslashreplace"))
+    os.replace(tmp, path)
+
+
+class ReportError(FileNotFoundError):
+    """A run that cannot be reported on; a FileNotFoundError, which `cua view` shows as bad input."""
+
+
 class Report:
     def __init__(self, run_path, out_dir=None):
         self.run = Path(run_path).resolve()
         if not (self.run / "scheduled.jsonl").exists():
-            raise FileNotFoundError(f"{run_path}: not a cua run folder (no scheduled.jsonl)")
-        self.out = Path(out_dir).resolve() if out_dir else self.run / "view"
+            raise ReportError(f"{run_path}: not a cua run folder (no scheduled.jsonl)")
+        self.out = Path(out_dir or self.run / "view").resolve()
+        if not out_dir and not self.out.is_relative_to(self.run):
+            raise ReportError(f"{run_path}: view is a link out of the run folder; choose a folder with --out")
         self.inside = self.out.is_relative_to(self.run)
-        self.reader = RunReader(self.run).refresh(warn=True)
+        # Per screenshot, paths are plain strings: pathlib's overhead was most of a large report's time.
+        self._run_prefix = os.path.join(self.run, "")
+        self._dirs = {str(self.out)}  # report folders made and checked
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.reader = RunReader(self.run).refresh(warn=True)
+        except OSError as e:  # a file where a folder is due, a folder named episodes.jsonl
+            raise ReportError(f"{run_path}: {e}") from None
+        if not self._mkdir(os.path.join(self.out, "episodes")):
+            raise ReportError(f"{self.out}: cannot write the report there; choose a folder with --out")
         self.data = from_reader(self.reader)  # the same reading feeds the figures
         self.pairs = sorted(self.reader.scheduled, key=lambda p: (str(p[0]), p[1]))
 
@@ -55,16 +99,36 @@ class Report:
         return "episodes/" + quote(f"{pair_key(*pair)}.html")
 
     def build(self) -> Path:
-        (self.out / "episodes").mkdir(parents=True, exist_ok=True)
-        (self.out / "style.css").write_text(CSS)
-        (self.out / "index.js").write_text(INDEX_JS)
+        _write(self.out / "style.css", CSS)
+        _write(self.out / "index.js", INDEX_JS)
         for i, pair in enumerate(self.pairs):
             prev = self.pairs[i - 1] if i > 0 else None
             nxt = self.pairs[i + 1] if i + 1 < len(self.pairs) else None
-            self.page_path(pair).write_text(self._episode_page(pair, prev, nxt))
+            _write(self.page_path(pair), self._episode_page(pair, prev, nxt))
         index = self.out / "index.html"
-        index.write_text(self._index_page())
+        _write(index, self._index_page())
         return index
+
+    def _mkdir(self, d: str) -> bool:
+        """Make folder `d` of the report; False (with a warning) if on the way there is a link or a file."""
+        if d in self._dirs:
+            return True
+        if not self._mkdir(os.path.dirname(d)):
+            return False
+        if os.path.islink(d) or os.path.exists(d) and not os.path.isdir(d):
+            _warn(f"{d}: a link or a file where the report needs a folder; nothing written there")
+            return False
+        os.makedirs(d, exist_ok=True)
+        self._dirs.add(d)
+        return True
+
+    def _in_run(self, path: str) -> str | None:
+        """The real path of `path` (links followed) if it stays inside the run folder, else None."""
+        try:
+            real = os.path.realpath(path)
+        except (OSError, ValueError):  # a NUL byte, an unencodable name
+            return None
+        return real if real.startswith(self._run_prefix) else None
 
     # -- index --------------------------------------------------------------
     def _index_page(self) -> str:
@@ -86,8 +150,8 @@ class Report:
         domains = sorted({str(r["domain"]) for r in rows})
         options = "".join(f'<option value="{E(d)}">{E(d)}</option>' for d in domains)
         outcomes = "".join(f'<option value="{o}">{o}</option>' for o in ("success", "failure", "error", "missing"))
-        # Inside a <script> block only "</" can end it early; escape it.
-        data = json.dumps(rows, ensure_ascii=False).replace("</", "<\\/")
+        # In a <script> block "</script" ends it and "<!--" changes how it ends: no "<" at all.
+        data = json.dumps(rows, ensure_ascii=False).replace("<", "\\u003c")
         headers = "".join(f'<th data-key="{k}">{label}</th>' for k, label in (
             ("task_id", "task"), ("domain", "domain"), ("sample", "sample"), ("outcome", "outcome"),
             ("score", "score"), ("steps", "steps"), ("duration_s", "duration (s)"), ("stop_reason", "stop reason")))
@@ -107,18 +171,46 @@ class Report:
         return _page(f"cua run {self.run.name}", body, "style.css", '<script src="index.js"></script>')
 
     # -- episode pages ------------------------------------------------------
-    def _shot_src(self, traj_dir: Path, name: str) -> str:
-        src = traj_dir / name
-        if self.inside:
-            return quote(os.path.relpath(src, self.out / "episodes"))
-        dst = self.out / "shots" / traj_dir.relative_to(self.run) / name
-        if not dst.exists() and src.exists():
-            dst.parent.mkdir(parents=True, exist_ok=True)
+    def _shot_src(self, traj_dir: str, name, where: str) -> str | None:
+        """The URL of a step's screenshot from its page, or None (with a warning) when there is none to show."""
+        src = self._in_run(os.path.join(traj_dir, name)) if isinstance(name, str) and name else None
+        if src is None or not os.path.isfile(src):
+            why = ("not a file name" if not isinstance(name, str) or not name
+                   else "outside the run folder" if src is None else "missing")
+            _warn(f"{where}: screenshot {name!r} is {why}; step shown without it")
+            return None
+        if not self.inside:
+            dst = os.path.join(self.out, "shots", src[len(self._run_prefix):])
+            if not self._mkdir(os.path.dirname(dst)):
+                return None
+            tmp = os.path.join(os.path.dirname(dst), f".{uuid.uuid4().hex}.tmp")
             try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copyfile(src, dst)
-        return quote(os.path.relpath(dst, self.out / "episodes"))
+                try:
+                    os.link(src, tmp)  # src is a real path: this links the file itself, never a link
+                except OSError:
+                    shutil.copyfile(src, tmp)
+                os.replace(tmp, dst)  # over whatever was there, without following it
+            except OSError as e:
+                _warn(f"{where}: cannot copy the screenshot: {e}")
+                return None
+            src = dst
+        # A file name that is not UTF-8 holds surrogate escapes: the URL gets its bytes back.
+        return quote(os.path.relpath(src, os.path.join(self.out, "episodes")), errors="surrogateescape")
+
+    def _steps(self, traj: str) -> str:
+        """The step sections of an episode whose trajectory folder is `traj` (relative to the run)."""
+        traj_dir = os.path.join(self.run, traj)
+        traj_file = self._in_run(os.path.join(traj_dir, "traj.jsonl"))
+        if traj_file is None:
+            _warn(f"{self.run}: traj {traj!r} leads out of the run folder; steps not shown")
+            return ""
+        try:
+            rows, problems, _, _ = scan(traj_file)
+        except OSError as e:
+            _warn(f"{traj_file}: cannot read: {e}")
+            return ""
+        warn_problems(traj_file, problems)
+        return "".join(self._step_html(traj_dir, st, f"{traj_file}:{n}") for n, st in rows.items())
 
     def _episode_page(self, pair, prev, nxt) -> str:
         rec = self.reader.final.get(pair)
@@ -130,38 +222,44 @@ class Report:
             body = f'{head}<main>{nav}<p class="missing">Not finished (yet): this pair counts as missing.</p></main>'
             return _page(task_id, body, "../style.css")
         outcome = rec["outcome"]
+        duration = "–" if rec.get("duration_s") is None else f'{rec.get("duration_s"):.1f} s'
         facts = [("outcome", f'<span class="outcome {E(outcome)}">{E(outcome)}</span>'),
                  ("score", E(str(rec.get("score")))), ("reward", E(str(rec.get("reward")))),
                  ("steps", E(str(rec.get("steps")))), ("stop reason", E(str(rec.get("stop_reason")))),
-                 ("duration", f'{rec.get("duration_s", 0):.1f} s'), ("attempt", E(str(rec.get("attempt")))),
-                 ("domain", E(str(rec.get("domain"))))]
+                 ("duration", duration), ("attempt", E(str(rec["attempt"]))), ("domain", E(str(rec.get("domain"))))]
         facts_html = "".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in facts)
-        error = f'<pre class="bad-text">{E(rec["error"])}</pre>' if rec.get("error") else ""
-        steps_html = ""
-        if rec.get("traj"):
-            traj_dir = self.run / rec["traj"]
-            for st in read_lines(traj_dir / "traj.jsonl", warn=False):
-                steps_html += self._step_html(traj_dir, st)
-        body = (f'{head}<main>{nav}<h2>Instruction</h2><pre>{E(str(rec.get("instruction") or ""))}</pre>'
+        error = f'<pre class="bad-text">{E(rec.get("error"))}</pre>' if rec.get("error") else ""
+        steps_html = self._steps(rec.get("traj")) if rec.get("traj") else ""
+        body = (f'{head}<main>{nav}<h2>Instruction</h2><pre>{E(rec.get("instruction") or "")}</pre>'
                 f'<div class="cards">{facts_html}</div>{error}<h2>Steps</h2>{steps_html or "<p>No steps.</p>"}'
                 f'{nav}</main>')
         return _page(f"{task_id} · {sample}", body, "../style.css")
 
-    def _step_html(self, traj_dir: Path, st: dict) -> str:
-        src = self._shot_src(traj_dir, st["screenshot"])
+    def _step_html(self, traj_dir: str, st: dict, where: str) -> str:
+        """One step. A field of the wrong type is left out, with a warning naming file and line."""
+        for key, ok in (("step", lambda v: type(v) is int), ("width", _is_size), ("height", _is_size),
+                        ("action", lambda v: isinstance(v, list)), ("timings", lambda v: isinstance(v, dict))):
+            if st.get(key) is not None and not ok(st[key]):
+                _warn(f"{where}: {key} {_text(st[key])[:40]!r} has the wrong type; left out")
+                st = {**st, key: None}
+        step = E(_text(st.get("step")) or "?")
+        src = self._shot_src(traj_dir, st.get("screenshot"), where)
         w, h = st.get("width") or 0, st.get("height") or 0
-        overlay = marks_svg(st.get("action") or [], w, h) if w and h else ""
-        actions = "\n".join(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in a.items()},
-                                        ensure_ascii=False) for a in st.get("action") or []) or "none"
-        timings = ", ".join(f"{k} {v:.3f}s" for k, v in (st.get("timings") or {}).items())
-        extra = f" · model {E(str(st['model_version']))}" if st.get("model_version") else ""
-        err = f'<pre class="bad-text">{E(st["error"])}</pre>' if st.get("error") else ""
-        return (f'<section class="step" id="step-{st["step"]}"><div class="shot">'
-                f'<img src="{E(src)}" alt="screenshot of step {st["step"]}" width="{max(w * 2, 320) if w else 320}">'
-                f'{overlay}</div><div><h2>Step {st["step"]}</h2>'
-                f'<div>Thought</div><pre>{E(st.get("thought") or "")}</pre>'
-                f'<div>Model response</div><pre>{E(st.get("response") or "")}</pre>'
-                f'<div>Parsed action</div><pre>{E(actions)}</pre>{err}'
+        actions = st.get("action") or []
+        overlay = marks_svg(actions, w, h) if w and h else ""
+        actions_text = "\n".join(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in a.items()}
+                                             if isinstance(a, dict) else a, ensure_ascii=False)
+                                  for a in actions) or "none"
+        timings = ", ".join(f"{k} {v:.3f}s" for k, v in (st.get("timings") or {}).items()
+                            if type(v) in (int, float))
+        extra = f" · model {E(_text(st['model_version']))}" if st.get("model_version") else ""
+        err = f'<pre class="bad-text">{E(_text(st["error"]))}</pre>' if st.get("error") else ""
+        shot = (f'<img src="{E(src)}" alt="screenshot of step {step}" width="{max(w * 2, 320) if w else 320}">'
+                f'{overlay}' if src else '<p class="missing">No screenshot.</p>')
+        return (f'<section class="step" id="step-{step}"><div class="shot">{shot}</div><div><h2>Step {step}</h2>'
+                f'<div>Thought</div><pre>{E(_text(st.get("thought")))}</pre>'
+                f'<div>Model response</div><pre>{E(_text(st.get("response")))}</pre>'
+                f'<div>Parsed action</div><pre>{E(actions_text)}</pre>{err}'
                 f'<div>{E(timings)}{extra}</div></div></section>')
 
     def _link(self, pair, label: str) -> str:
@@ -214,5 +312,5 @@ def build_compare(a: Report, b: Report, out_file: Path) -> Path:
             f"<p>{len(rows)} of {len(set(sa) & set(sb))} shared tasks differ (mean score over samples; "
             f"missing and errors count 0).</p><table><thead><tr><th>task</th><th>A</th><th>B</th><th>better</th>"
             f"<th>A samples</th><th>B samples</th></tr></thead><tbody>{''.join(rows)}</tbody></table></main>")
-    out_file.write_text(_page("cua compare", body, css))
+    _write(out_file, _page("cua compare", body, css))
     return out_file
