@@ -351,19 +351,22 @@ def view(runs, out):
       cua view results/exp-20261121-0900
       cua view results/base-20261120-0900 results/new-20261121-0900
     """
-    from .view.report import Report, build_compare
+    from .view.report import Report, ReportError, build_compare
 
     if len(runs) > 2:
         raise BadInput("cua view takes one run, or two to compare")
     try:
         reports = [Report(r, Path(out) / (f"run-{i}" if len(runs) == 2 else "") if out else None)
                    for i, r in enumerate(runs)]
-    except FileNotFoundError as e:
+    except ReportError as e:
         raise BadInput(str(e)) from None
-    pages = [r.build() for r in reports]
-    if len(reports) == 1:
-        click.echo(pages[0])
-        return
-    a, b = reports
-    target = Path(out) / "compare.html" if out else a.out / f"compare-{b.run.name}.html"
-    click.echo(build_compare(a, b, target.resolve()))
+    try:
+        pages = [r.build() for r in reports]
+        if len(reports) == 1:
+            click.echo(pages[0])
+            return
+        a, b = reports
+        target = Path(out) / "compare.html" if out else a.out / f"compare-{b.run.name}.html"
+        click.echo(build_compare(a, b, target.resolve()))
+    except OSError as e:  # a full disk, a folder we may not write
+        raise click.ClickException(f"cannot write the report: {e}") from None

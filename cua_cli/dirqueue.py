@@ -24,6 +24,7 @@ from filelock import FileLock
 from .episodes import error_line
 from .jsonl import append_line, read_from
 from .names import pair_key
+from .results import scheduled_record
 
 STATES = ("pending", "claimed", "done", "failed")
 HOST = socket.gethostname()
@@ -107,8 +108,10 @@ class DirQueue:
 
     def _refresh_scheduled(self) -> None:
         rows, self._scheduled_offset = read_from(self.scheduled_path, self._scheduled_offset, warn=False)
-        self._scheduled.update((r["task_id"], r["sample"]) for r in rows
-                               if isinstance(r.get("task_id"), str) and _count(r.get("sample")))
+        for row in rows:
+            rec, _ = scheduled_record(row)
+            if rec is not None:
+                self._scheduled.add((rec["task_id"], rec["sample"]))
 
     def _reject(self, path: str, key: str, state: str, error: str) -> None:
         """Move an unusable file to failed/ and say why in rejected.jsonl (call under the lock)."""

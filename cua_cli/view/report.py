@@ -65,8 +65,8 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class ReportError(FileNotFoundError):
-    """A run that cannot be reported on; a FileNotFoundError, which `cua view` shows as bad input."""
+class ReportError(Exception):
+    """A run that cannot be reported on, or a report folder that cannot be used: bad input."""
 
 
 class Report:

@@ -1,0 +1,41 @@
+"""The replay provider: every model call of a recorded step, in order, and nothing read outside the run."""
+
+import json
+
+from cua_cli.models import Request
+from cua_cli.models.replay import _END, Replay
+
+
+def _run(tmp_path, traj, steps):
+    run = tmp_path / "run"
+    (run / traj).mkdir(parents=True, exist_ok=True)
+    line = {"task_id": "t", "domain": None, "sample": 0, "attempt": 0, "outcome": "failure", "reward": 0.0,
+            "score": 0.0, "steps": len(steps), "stop_reason": "max_steps", "duration_s": 1.0, "error": None,
+            "traj": traj}
+    (run / "episodes.jsonl").write_text(json.dumps(line) + "\n")
+    (run / traj / "traj.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    return run
+
+
+def _ask(episode, step):
+    return episode.complete(Request([], step, 100, 100)).text
+
+
+def test_replays_failed_tries_before_the_steps_answer(tmp_path):
+    run = _run(tmp_path, "trajectories/t/0_0", [
+        {"step": 0, "response": "B", "failed_tries": [{"response": "A", "error": "parse: x"}]},
+        {"step": 1, "response": None, "error": "model server failed"},  # a step the model never answered
+    ])
+    ep = Replay(run, "qwen25vl").episode("t", 0)
+    assert [_ask(ep, 0), _ask(ep, 0), _ask(ep, 0)] == ["A", "B", _END]
+    assert _ask(ep, 1) == _END
+
+
+def test_a_traj_outside_the_run_is_never_read(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "traj.jsonl").write_text(json.dumps({"step": 0, "response": "Action: click(start_box='(1,1)')"}) + "\n")
+    run = _run(tmp_path, "trajectories/t/0_0", [])
+    line = json.loads((run / "episodes.jsonl").read_text())
+    (run / "episodes.jsonl").write_text(json.dumps(dict(line, traj="../elsewhere")) + "\n")
+    assert _ask(Replay(run, "qwen25vl").episode("t", 0), 0) == _END
