@@ -1,37 +1,188 @@
 """Rollout config: YAML -> validated, typed dataclasses.
 
-Unknown keys, wrong types and missing files are errors that name the file
-and the key path (`runner.num_envs`), so a typo never silently falls back to
-a default.
+Unknown keys, wrong types, values out of range and unreadable files are
+errors that name the file and the key path (`runner.num_envs`), so a typo
+never silently falls back to a default. Input is bounded before it is
+trusted: file size, nesting depth and size after alias expansion, and every
+numeric key has a range (the `_Between` next to each field). Loading
+any input either returns a config or raises ConfigError, quickly.
 """
 
 import dataclasses
 import json
+import math
 import os
+import re
+import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
+from urllib.parse import urlsplit
 
 import yaml
+
+# PyYAML's pure-Python loader (the one whose parsing can be bounded) reads under
+# 1 MB/s: these keep the worst input near 0.4 s, still far above any real config.
+MAX_FILE_BYTES = 256 << 10  # a config is a few KB
+MAX_DEPTH = 20              # the deepest real key is 4 levels (tasks.miniwob.seeds[0])
+MAX_NODES = 10_000          # values once aliases are expanded
+MAX_TEXT = 4096             # characters in any string (PATH_MAX)
+MAX_NAME = 256              # characters in names: run.name, model.name, ...
+MAX_INT = 2 ** 63 - 1       # no key needs more; bigger YAML integers are refused while reading
+DAY_S = 86_400              # upper bound of every duration and timeout
+MAX_RETRIES = 10            # backoff doubles per retry: the 10th already waits ~8 minutes
 
 
 class ConfigError(Exception):
     """Bad config: the message names the file and the key."""
 
 
+_SHOW = reprlib.Repr()
+_SHOW.maxstring = _SHOW.maxother = 80
+
+
+def show(value) -> str:
+    """repr() clipped to a few dozen characters: a value can be megabytes long."""
+    return _SHOW.repr(value)
+
+
+_BAD_CHAR = re.compile("[\0\ud800-\udfff]")   # NUL breaks paths, argv and env; surrogates break UTF-8 output
+
+
+def text_problem(s: str, max_len: int = MAX_TEXT) -> Optional[str]:
+    """What is wrong with a string from the input (None if nothing)."""
+    if len(s) > max_len:
+        return f"string longer than {max_len} characters"
+    if _BAD_CHAR.search(s):
+        return "string with a NUL or an unpaired surrogate character"
+    return None
+
+
+def data_problem(value, max_depth: int, max_text: int = MAX_TEXT) -> Optional[str]:
+    """What keeps `value` from being plain JSON data (None if nothing).
+
+    Finite floats, integers within 64 bits, clean strings, string keys and
+    at most `max_depth` levels. Iterative, so deep input cannot exhaust the stack.
+    """
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > max_depth:
+            return f"nested deeper than {max_depth} levels"
+        if isinstance(v, str):
+            problem = text_problem(v, max_text)
+            if problem:
+                return problem
+        elif v is None or isinstance(v, bool):
+            continue
+        elif isinstance(v, int):
+            if not -MAX_INT - 1 <= v <= MAX_INT:
+                return "an integer is beyond 64 bits"
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return f"{v} is not allowed (numbers must be finite)"
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str) or text_problem(k, max_text):
+                    return f"key {show(k)} is not a clean string"
+                stack.append((x, depth + 1))
+        else:
+            return f"{type(v).__name__} values are not allowed"
+    return None
+
+
+@dataclass(frozen=True)
+class _Between:
+    """Check for numbers in [lo, hi], or (lo, hi] with above=True. NaN fails every comparison."""
+    lo: int
+    hi: int
+    above: bool = False
+
+    def __call__(self, v) -> Optional[str]:
+        if not ((self.lo < v) if self.above else (self.lo <= v)) or not v <= self.hi:
+            return f"must be {'>' if self.above else '>='} {self.lo} and <= {self.hi}, got {show(v)}"
+        return None
+
+
+def _nonempty(v: str) -> Optional[str]:
+    return "must not be empty" if not v.strip() else None
+
+
+def _name(v: str) -> Optional[str]:
+    return _nonempty(v) or (f"longer than {MAX_NAME} characters" if len(v) > MAX_NAME else None)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
+
+
+def _env_name(v: str) -> Optional[str]:
+    return None if _ENV_NAME.fullmatch(v) else f"must name an environment variable, got {show(v)}"
+
+
+def _http_url(v: str) -> Optional[str]:
+    try:
+        u = urlsplit(v)
+        u.port  # raises ValueError for a bad port
+    except ValueError:
+        u = None
+    if u is None or u.scheme not in ("http", "https") or not u.hostname or re.search(r"\s", v):
+        return f"must be an http(s)://host[:port] URL, got {show(v)}"
+    return None
+
+
+def _env_url(v: str) -> Optional[str]:
+    return None if v == "local" or not _http_url(v) else f"must be 'local' or an http(s) URL, got {show(v)}"
+
+
+_FLAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def _vllm_args(d: dict) -> Optional[str]:
+    for key, value in d.items():
+        if not isinstance(key, str) or not _FLAG.fullmatch(key):
+            return f"{show(key)} is not a vLLM flag name"
+        problem = data_problem(value, MAX_DEPTH)
+        if problem:
+            return f"{key}: {problem}"
+    return None
+
+
+def _env_vars(d: dict) -> Optional[str]:
+    for key, value in d.items():
+        if not isinstance(key, str) or _env_name(key):
+            return f"{show(key)} is not an environment variable name"
+        if not isinstance(value, (str, int, float)) or data_problem(value, 0):
+            return f"{key}: expected a string or a finite number, got {show(value)}"
+    return None
+
+
+def _checked(default, check):
+    """A field whose value (each element of a list; unless None) must pass `check`."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=default.copy, metadata={"check": check})
+    return field(default=default, metadata={"check": check})
+
+
+_DURATION = _Between(0, DAY_S, above=True)
+_RETRIES = _Between(0, MAX_RETRIES)
+
+
 @dataclass
 class RunConfig:
-    name: str = "run"                 # run folder = <results_dir>/<name>-<timestamp>
-    results_dir: str = "results"
+    name: str = _checked("run", _name)   # run folder = <results_dir>/<name>-<timestamp>
+    results_dir: str = _checked("results", _nonempty)
 
 
 @dataclass
 class MiniwobTasks:
     names: list[str] = field(default_factory=list)   # e.g. click-test-2 (no miniwob/ prefix, no -v1)
-    seeds: list[int] = field(default_factory=lambda: [0])
-    episode_max_time: Optional[float] = None          # MiniWoB's own time limit per episode, s
+    seeds: list[int] = _checked([0], _Between(0, 2 ** 31 - 1))
+    # MiniWoB's own time limit per episode, s; the env server allows up to an hour
+    episode_max_time: Optional[float] = _checked(None, _Between(0, 3600, above=True))
 
 
 @dataclass
@@ -47,65 +198,67 @@ class TasksConfig:
     miniwob: MiniwobTasks = field(default_factory=MiniwobTasks)
     osworld: OsworldTasks = field(default_factory=OsworldTasks)
     jsonl: str = ""                  # one task object per line
-    rollout_n: int = 1               # samples per task
-    limit: Optional[int] = None      # first N tasks only
+    rollout_n: int = _checked(1, _Between(0, 10_000, above=True))    # samples per task
+    limit: Optional[int] = _checked(None, _Between(0, 1_000_000))   # first N tasks only
 
 
 @dataclass
 class LocalEnvServer:
-    max_envs: int = 4
-    port: int = 0                    # 0: pick a free port
+    max_envs: int = _checked(4, _Between(0, 1024, above=True))   # browsers on this host
+    port: int = _checked(0, _Between(0, 65535))                   # 0: pick a free port
 
 
 @dataclass
 class EnvConfig:
-    url: str = "local"               # "local" starts the built-in MiniWoB server
+    url: str = _checked("local", _env_url)                 # "local" starts the built-in MiniWoB server
     local: LocalEnvServer = field(default_factory=LocalEnvServer)
-    token_env: Optional[str] = None  # name of the env var holding the token
-    os: str = "linux"
-    timeout_s: float = 60.0          # per request
-    retries: int = 3                 # per request, with exponential backoff
-    allocate_wait_s: float = 300.0   # how long to wait for a free env (HTTP 503)
+    token_env: Optional[str] = _checked(None, _env_name)   # name of the env var holding the token
+    os: str = _checked("linux", _name)
+    timeout_s: float = _checked(60.0, _DURATION)           # per request
+    retries: int = _checked(3, _RETRIES)                   # per request, with exponential backoff
+    allocate_wait_s: float = _checked(300.0, _Between(0, DAY_S))   # how long to wait for a free env (HTTP 503)
 
 
 @dataclass
 class ModelConfig:
     provider: Literal["openai", "random", "replay"] = "random"
-    endpoints: list[str] = field(default_factory=list)   # http://host:port/v1
-    fleet: Optional[str] = None      # a `cua start-models` fleet file: its servers become the endpoints
-    name: str = "ui-tars"            # served model name
-    api_key_env: Optional[str] = None
-    temperature: float = 0.0
-    max_tokens: int = 512
-    timeout_s: float = 120.0
-    retries: int = 3
+    endpoints: list[str] = _checked([], _http_url)     # http://host:port/v1
+    # a `cua start-models` fleet file: its servers become the endpoints
+    fleet: Optional[str] = _checked(None, _nonempty)
+    name: str = _checked("ui-tars", _name)             # served model name
+    api_key_env: Optional[str] = _checked(None, _env_name)
+    temperature: float = _checked(0.0, _Between(0, 10))
+    max_tokens: int = _checked(512, _Between(0, 1_000_000, above=True))
+    timeout_s: float = _checked(120.0, _DURATION)
+    retries: int = _checked(3, _RETRIES)
     guided: bool = False             # constrain answers to the agent's action grammar (vLLM structured_outputs)
     routing: Literal["sticky", "round_robin"] = "sticky"  # sticky: one server per episode (prefix cache)
     record_prompt: bool = False      # RL: store the exact messages sent (images by file name)
     record_logprobs: bool = False    # RL: store sampled token ids and their logprobs
-    seed: int = 0                    # random provider
-    replay_run: Optional[str] = None  # replay provider: run folder to replay
+    seed: int = _checked(0, _Between(-MAX_INT - 1, MAX_INT))   # random provider
+    replay_run: Optional[str] = _checked(None, _nonempty)      # replay provider: run folder to replay
 
 
 @dataclass
 class AgentConfig:
     kind: Literal["uitars"] = "uitars"
     coord_mode: Literal["qwen25vl", "qwen2vl"] = "qwen25vl"
-    history_images: int = 5
-    language: str = "English"
-    parse_retries: int = 2           # re-ask the model this often on unparseable text
+    history_images: int = _checked(5, _Between(0, 100, above=True))
+    language: str = _checked("English", _name)
+    parse_retries: int = _checked(2, _RETRIES)   # re-ask the model this often on unparseable text
 
 
 @dataclass
 class RunnerConfig:
-    num_envs: int = 4                # concurrent episodes overall
-    processes: Optional[int] = None  # runner processes; default: min(num_envs, CPU count)
-    max_steps: int = 15
-    step_timeout_s: float = 180.0
-    episode_timeout_s: float = 1800.0
-    max_attempts: int = 3            # infrastructure errors before a pair is failed
-    lease_ttl_s: float = 60.0        # a claim whose heartbeat is older is reclaimed
-    poll_s: float = 1.0              # --watch: how often to look for new task files
+    num_envs: int = _checked(4, _Between(0, 100_000, above=True))   # concurrent episodes overall
+    # runner processes; default: min(num_envs, CPU count)
+    processes: Optional[int] = _checked(None, _Between(0, 1024, above=True))
+    max_steps: int = _checked(15, _Between(0, 10_000, above=True))
+    step_timeout_s: float = _checked(180.0, _DURATION)
+    episode_timeout_s: float = _checked(1800.0, _DURATION)
+    max_attempts: int = _checked(3, _Between(0, 100, above=True))   # infrastructure errors before a pair is failed
+    lease_ttl_s: float = _checked(60.0, _DURATION)   # a claim whose heartbeat is older is reclaimed
+    poll_s: float = _checked(1.0, _DURATION)         # --watch: how often to look for new task files
 
 
 @dataclass
@@ -134,25 +287,20 @@ class Config:
 @dataclass
 class FleetConfig:
     """`cua start-models --config FILE`: everything the command line can say."""
-    model: Optional[str] = None
-    served_model_name: Optional[str] = None
-    gpus: Optional[str] = None
-    cpu: Optional[int] = None
-    tp: int = 1
-    base_port: int = 8000
-    vllm_args: dict = field(default_factory=dict)   # {max-model-len: 4096, enforce-eager: true, ...}
-    env: dict = field(default_factory=dict)         # extra environment for the servers
-    ready_timeout_s: float = 900.0
-    check_interval_s: float = 5.0
+    model: Optional[str] = _checked(None, _nonempty)
+    served_model_name: Optional[str] = _checked(None, _name)
+    gpus: Optional[str] = _checked(None, _nonempty)
+    cpu: Optional[int] = _checked(None, _Between(0, 256, above=True))   # servers without GPUs
+    tp: int = _checked(1, _Between(0, 64, above=True))
+    base_port: int = _checked(8000, _Between(0, 65535, above=True))
+    vllm_args: dict = _checked({}, _vllm_args)   # {max-model-len: 4096, enforce-eager: true, ...}
+    env: dict = _checked({}, _env_vars)          # extra environment for the servers
+    ready_timeout_s: float = _checked(900.0, _DURATION)
+    check_interval_s: float = _checked(5.0, _DURATION)
 
 
 def load_fleet_config(path: str) -> FleetConfig:
-    raw = _read_yaml(path)
-    cfg = _build(FleetConfig, raw, path, "")
-    for key, value in cfg.env.items():
-        if not isinstance(value, (str, int, float)):
-            raise ConfigError(f"{path}: env.{key}: expected a string or number")
-    return cfg
+    return _build(FleetConfig, _read_yaml(path), path, "")
 
 
 def vllm_flags(args: dict) -> list[str]:
@@ -171,15 +319,126 @@ def vllm_flags(args: dict) -> list[str]:
     return out
 
 
-def _read_yaml(path: str) -> dict:
+def read_text(path, max_bytes: int, what: str) -> str:
+    """A UTF-8 text file of at most `max_bytes`; anything else is a ConfigError naming it."""
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise ConfigError(f"{path}: cannot read {what}: {getattr(e, 'strerror', None) or e}") from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"{path}: {what} is larger than {max_bytes} bytes")
     try:
-        raw = yaml.safe_load(text)
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{path}: line {line}: {what} is not UTF-8 text") from None
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Input beyond a bound, or a scalar Python cannot convert; `key` says where."""
+
+    def __init__(self, problem, mark, path):
+        super().__init__(problem=problem, problem_mark=mark)
+        self.key = _key_text(path)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting, alias bombs and recursive aliases.
+
+    Every node is counted as it is composed, an alias as the whole size of
+    its target, so a few hundred bytes cannot expand to megabytes. Scalars
+    PyYAML fails to convert without a YAML error (a date 2020-13-45, `!!bool x`)
+    become YAML errors, and integers beyond 64 bits are refused.
+    """
+
+    def __init__(self, text: str, base: tuple = ()):
+        super().__init__(text)
+        self._path = list(base)  # key of the node being composed; None for a mapping key
+        self._keys = {}          # node -> its key, for construction errors
+        self._nodes = 0
+        self._sizes = {}         # anchored node -> its size, aliases expanded
+
+    def _count(self, n, mark):
+        self._nodes += n
+        if self._nodes > MAX_NODES:
+            raise _Refused(f"more than {MAX_NODES} values once aliases are expanded", mark, self._path)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        self._path.append(index.value if isinstance(index, yaml.ScalarNode) else index)
+        if len(self._path) > MAX_DEPTH:
+            raise _Refused(f"nested deeper than {MAX_DEPTH} levels", event.start_mark, self._path)
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            if node not in self._sizes:  # its anchor is still being composed
+                raise _Refused("an alias inside its own anchor (recursive data)", event.start_mark, self._path)
+            self._count(self._sizes[node], event.start_mark)
+            self._path.pop()
+            return node
+        before = self._nodes
+        self._count(1, event.start_mark)
+        node = super().compose_node(parent, index)
+        self._keys[node] = tuple(self._path)
+        self._path.pop()
+        if event.anchor is not None:
+            self._sizes[node] = self._nodes - before
+        return node
+
+    def construct_object(self, node, deep=False):
+        if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 100:  # 1:59:59:... is quadratic
+            raise _Refused("integer literal longer than 100 characters", node.start_mark, self._keys.get(node, ()))
+        try:
+            data = super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except Exception:  # PyYAML's converters fail in many ways on explicit tags: `!!bool x`, `!!int ''`
+            raise _Refused(f"cannot read {show(node.value)} as {node.tag.rsplit(':', 1)[-1]}",
+                           node.start_mark, self._keys.get(node, ())) from None
+        if type(data) is int and not -MAX_INT - 1 <= data <= MAX_INT:
+            raise _Refused("integer beyond 64 bits", node.start_mark, self._keys.get(node, ()))
+        return data
+
+
+def _key_text(path) -> str:
+    """('tasks', 'miniwob', 'seeds', 3) -> 'tasks.miniwob.seeds[3]'; mapping keys (None) are skipped."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str):
+            out += ("." if out else "") + show(part)[1:-1]
+    return (out if len(out) <= 200 else out[:200] + "...") or "top level"
+
+
+def _load_yaml(text: str, source: str, base: tuple = ()):
+    """Parse one YAML document within the bounds; `source` starts every error message."""
+    try:
+        loader = _BoundedLoader(text, base)  # already checks the characters
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except _Refused as e:
+        raise ConfigError(f"{source}: {e.key}: {e.problem} (line {e.problem_mark.line + 1})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: malformed YAML: {e}") from None
+        raise ConfigError(f"{source}: malformed YAML: {_yaml_problem(e)}") from None
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    # PyYAML's own text names a placeholder "<unicode string>" and can quote megabytes.
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        text = f"line {mark.line + 1}, column {mark.column + 1}: " + ", ".join(filter(None, (e.context, e.problem)))
+    elif isinstance(e, yaml.reader.ReaderError):
+        text = f"character {e.position}: unacceptable character #x{e.character:04x}"
+    else:
+        text = str(e)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _read_yaml(path: str) -> dict:
+    raw = _load_yaml(read_text(path, MAX_FILE_BYTES, "config"), str(path))
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping, got {type(raw).__name__}")
@@ -197,17 +456,23 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> Config:
     return cfg
 
 
+_KEY_PART = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
 def _apply_override(raw: dict, item: str, path: str) -> None:
     key, sep, value = item.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
-    node = raw
+    source = f"{path}: --set {show(item)}"
     parts = key.split(".")
+    if not sep or len(parts) >= MAX_DEPTH or not all(_KEY_PART.fullmatch(p) for p in parts):
+        raise ConfigError(f"{source}: expected KEY.PATH=VALUE")
+    if len(value) > MAX_FILE_BYTES:
+        raise ConfigError(f"{source}: the value is longer than {MAX_FILE_BYTES} characters")
+    node = raw
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"{path}: --set {key}: {part} is not a section")
-    node[parts[-1]] = yaml.safe_load(value) if value else ""
+            raise ConfigError(f"{source}: {part} is not a section")
+    node[parts[-1]] = _load_yaml(value, source, tuple(parts)) if value else ""
 
 
 def _build(cls, raw, path: str, prefix: str):
@@ -218,10 +483,17 @@ def _build(cls, raw, path: str, prefix: str):
     for key in raw:
         if key not in fields:
             where = f"{prefix}.{key}" if prefix else str(key)
-            raise ConfigError(f"{path}: unknown key {where!r} (known: {', '.join(fields)})")
+            raise ConfigError(f"{path}: unknown key {show(where)} (known: {', '.join(fields)})")
     kwargs = {}
     for name, value in raw.items():
-        kwargs[name] = _coerce(hints[name], value, path, f"{prefix}.{name}" if prefix else name)
+        key = f"{prefix}.{name}" if prefix else name
+        kwargs[name] = value = _coerce(hints[name], value, path, key)
+        check = fields[name].metadata.get("check")
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, v in items:
+            problem = check and v is not None and check(v)
+            if problem:
+                raise ConfigError(f"{path}: {key}{'' if i is None else f'[{i}]'}: {problem}")
     return cls(**kwargs)
 
 
@@ -238,7 +510,7 @@ def _coerce(tp, value, path: str, key: str):
     if origin is Literal:
         choices = typing.get_args(tp)
         if value not in choices:
-            raise ConfigError(f"{path}: {key}: must be one of {', '.join(map(str, choices))}, got {value!r}")
+            raise ConfigError(f"{path}: {key}: must be one of {', '.join(map(str, choices))}, got {show(value)}")
         return value
     if origin is list:
         (inner,) = typing.get_args(tp)
@@ -252,29 +524,18 @@ def _coerce(tp, value, path: str, key: str):
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, tp) or (tp is not bool and isinstance(value, bool)):
-        raise ConfigError(f"{path}: {key}: expected {tp.__name__}, got {type(value).__name__} {value!r}")
+        raise ConfigError(f"{path}: {key}: expected {tp.__name__}, got {type(value).__name__} {show(value)}")
+    if tp is float and not math.isfinite(value):
+        raise ConfigError(f"{path}: {key}: must be a finite number, got {value}")
+    problem = tp is str and text_problem(value)
+    if problem:
+        raise ConfigError(f"{path}: {key}: {problem}")
     return value
 
 
 def _check(cfg: Config, path: str) -> None:
-    """Value checks that types alone cannot express."""
-    positive = {
-        "tasks.rollout_n": cfg.tasks.rollout_n, "runner.num_envs": cfg.runner.num_envs,
-        "runner.max_steps": cfg.runner.max_steps, "runner.max_attempts": cfg.runner.max_attempts,
-        "runner.lease_ttl_s": cfg.runner.lease_ttl_s, "runner.step_timeout_s": cfg.runner.step_timeout_s,
-        "runner.episode_timeout_s": cfg.runner.episode_timeout_s, "env.local.max_envs": cfg.env.local.max_envs,
-    }
-    if cfg.runner.processes is not None:
-        positive["runner.processes"] = cfg.runner.processes
-    for key, value in positive.items():
-        if value <= 0:
-            raise ConfigError(f"{path}: {key}: must be > 0, got {value}")
+    """Checks across keys; each key's own range is checked while building."""
     if cfg.model.provider == "openai" and not cfg.model.endpoints and not cfg.model.fleet:
         raise ConfigError(f"{path}: model.endpoints: the openai provider needs endpoints or model.fleet")
     if cfg.model.provider == "replay" and not cfg.model.replay_run:
         raise ConfigError(f"{path}: model.replay_run: the replay provider needs a run folder")
-    for key in ("env.token_env", "model.api_key_env"):
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
-        if value is not None and not value.replace("_", "").isalnum():
-            raise ConfigError(f"{path}: {key}: must name an environment variable, got {value!r}")

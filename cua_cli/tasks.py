@@ -1,4 +1,9 @@
-"""Task sets: MiniWoB++ names x seeds, OSWorld-style folders, or a JSONL file."""
+"""Task sets: MiniWoB++ names x seeds, OSWorld-style folders, or a JSONL file.
+
+Task files are input like the config: their size, nesting, types and string
+lengths are bounded, and anything wrong is a ConfigError naming the file and
+the line or task.
+"""
 
 import json
 import re
@@ -6,9 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .config import Config, ConfigError
+from .config import MAX_NAME, Config, ConfigError, data_problem, read_text, show, text_problem
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+MAX_TASK_FILE_BYTES = 32 << 20   # a task list or JSONL file: 100k MiniWoB-sized tasks take ~15 MB
+MAX_EXAMPLE_BYTES = 1 << 20      # one OSWorld example file
+MAX_TASKS = 1_000_000            # tasks, and (task, sample) pairs: each pair is a queue file
+MAX_TASK_DEPTH = 32              # nesting inside a task (OSWorld evaluators use under 10)
+MAX_TASK_ID = 1024               # characters
+MAX_INSTRUCTION = 65_536         # characters
+
+# Becomes part of a path: a plain file name, at most 255 characters.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 
 
 @dataclass
@@ -35,23 +48,32 @@ def load_tasks(cfg: Config) -> list[Task]:
     seen = set()
     for t in tasks:
         if t.task_id in seen:
-            raise ConfigError(f"{cfg.source}: tasks: duplicate task id {t.task_id!r}")
+            raise ConfigError(f"{cfg.source}: tasks: duplicate task id {show(t.task_id)}")
         seen.add(t.task_id)
     if cfg.tasks.limit is not None:
         tasks = tasks[: cfg.tasks.limit]
     if not tasks:
         raise ConfigError(f"{cfg.source}: tasks: the task set is empty")
+    if len(tasks) * cfg.tasks.rollout_n > MAX_TASKS:
+        raise ConfigError(f"{cfg.source}: tasks.rollout_n: {len(tasks)} tasks x {cfg.tasks.rollout_n} samples "
+                          f"is more than {MAX_TASKS} pairs")
     return tasks
+
+
+def _too_many(cfg: Config, key: str) -> ConfigError:
+    return ConfigError(f"{cfg.source}: {key}: more than {MAX_TASKS} tasks")
 
 
 def _miniwob(cfg: Config) -> list[Task]:
     mw = cfg.tasks.miniwob
     if not mw.names:
         raise ConfigError(f"{cfg.source}: tasks.miniwob.names: list at least one MiniWoB task")
+    if len(mw.names) * len(mw.seeds) > MAX_TASKS:
+        raise _too_many(cfg, "tasks.miniwob")
     tasks = []
     for name in mw.names:
         if not _PLAIN_NAME.fullmatch(name):
-            raise ConfigError(f"{cfg.source}: tasks.miniwob.names: {name!r} is not a MiniWoB task name")
+            raise ConfigError(f"{cfg.source}: tasks.miniwob.names: {show(name)} is not a MiniWoB task name")
         for seed in mw.seeds:
             env_config = {"miniwob": name, "seed": seed}
             if mw.episode_max_time is not None:
@@ -64,68 +86,101 @@ def _osworld(cfg: Config) -> list[Task]:
     ow = cfg.tasks.osworld
     list_path = cfg.resolve_path(ow.task_list)
     base = cfg.resolve_path(ow.examples_dir)
-    listing = _read_json(list_path, f"tasks.osworld.task_list of {cfg.source}")
+    listing = _read_json(list_path, f"tasks.osworld.task_list of {cfg.source}", MAX_TASK_FILE_BYTES)
     if not isinstance(listing, dict):
         raise ConfigError(f"{list_path}: expected {{domain: [task_id, ...]}}")
-    tasks = []
+    pairs = []
     for domain, ids in listing.items():
         if ow.domains is not None and domain not in ow.domains:
             continue
         if not isinstance(ids, list):
-            raise ConfigError(f"{list_path}: domain {domain!r}: expected a list of task ids")
+            raise ConfigError(f"{list_path}: domain {show(domain)}: expected a list of task ids")
         for task_id in ids:
             # These two become a path to read: only plain file names are allowed.
             for what, name in (("domain", domain), ("task id", task_id)):
                 if not isinstance(name, str) or not _PLAIN_NAME.fullmatch(name):
-                    raise ConfigError(f"{list_path}: {what} {name!r} is not a plain file name")
-            tasks.append(_osworld_task(base / domain / f"{task_id}.json", task_id, domain))
-    return tasks
+                    raise ConfigError(f"{list_path}: {what} {show(name)} is not a plain file name")
+            pairs.append((domain, task_id))
+    # Checked before any example is read: each one is a file to open.
+    if len(pairs) > MAX_TASKS:
+        raise _too_many(cfg, "tasks.osworld.task_list")
+    return [_osworld_task(base / domain / f"{task_id}.json", task_id, domain) for domain, task_id in pairs]
 
 
-def _read_json(path: Path, what: str):
+def _int(text: str) -> int:
+    if len(text) > 20:  # int() would fail only past 4,300 digits, with advice about sys
+        raise ValueError("an integer is beyond 64 bits")
+    return int(text)
+
+
+def _loads(text: str):
+    """json.loads, with nesting too deep for its (recursive) decoder as a ValueError."""
     try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read {what}: {e.strerror}") from None
+        return json.loads(text, parse_int=_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _read_json(path: Path, what: str, max_bytes: int):
+    try:
+        return _loads(read_text(path, max_bytes, what))
     except ValueError as e:
         raise ConfigError(f"{path}: {what} is not valid JSON: {e}") from None
 
 
 def _osworld_task(path: Path, task_id: str, domain: str) -> Task:
-    obj = _read_json(path, f"task {task_id!r}")
+    obj = _read_json(path, f"task {task_id!r}", MAX_EXAMPLE_BYTES)
     if not isinstance(obj, dict):
         raise ConfigError(f"{path}: task {task_id!r} must be a JSON object")
     for key in ("instruction", "evaluator"):
         if key not in obj:
             raise ConfigError(f"{path}: task {task_id!r} has no {key!r}")
     # The env receives the whole example: OSWorld's setup steps live beside `config`.
-    return Task(task_id, domain, obj["instruction"], obj, obj["evaluator"])
+    try:
+        return task_from_dict({"task_id": task_id, "domain": domain, "instruction": obj["instruction"],
+                               "config": obj, "evaluator": obj["evaluator"]})
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def _jsonl(cfg: Config) -> list[Task]:
     path = cfg.resolve_path(cfg.tasks.jsonl)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise ConfigError(f"{cfg.source}: tasks.jsonl: cannot read {path}: {e.strerror}") from None
+    text = read_text(path, MAX_TASK_FILE_BYTES, f"tasks.jsonl of {cfg.source}")
     tasks = []
-    for n, line in enumerate(lines, 1):
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a string
         if not line.strip():
             continue
+        if len(tasks) == MAX_TASKS:
+            raise _too_many(cfg, "tasks.jsonl")
         try:
-            obj = json.loads(line)
-            tasks.append(task_from_dict(obj))
-        except (ValueError, TypeError, KeyError) as e:
+            tasks.append(task_from_dict(_loads(line)))
+        except ValueError as e:
             raise ConfigError(f"{path}:{n}: bad task: {e}") from None
     return tasks
 
 
 def task_from_dict(obj: dict) -> Task:
-    """A task from its JSON form (task files, queue items); raises ValueError."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str):
+    """A task from its JSON form (task files, queue items); raises ValueError saying what is wrong."""
+    if not isinstance(obj, dict):
+        raise ValueError("a task must be a JSON object")
+    task_id = obj.get("task_id")
+    if not isinstance(task_id, str):
         raise ValueError("a task needs a string 'task_id'")
-    domain = obj.get("domain")
-    if domain is not None and not isinstance(domain, str):
-        raise ValueError(f"task {obj['task_id']!r}: 'domain' must be a string")
-    return Task(obj["task_id"], domain, obj.get("instruction"),
+    problem = text_problem(task_id, MAX_TASK_ID)
+    if problem:
+        raise ValueError(f"'task_id' {show(task_id)}: {problem}")
+    name = f"task {show(task_id)}"
+    for key, max_len in (("domain", MAX_NAME), ("instruction", MAX_INSTRUCTION)):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name}: {key!r} must be a string")
+        if value is not None and len(value) > max_len:
+            raise ValueError(f"{name}: {key!r} is longer than {max_len} characters")
+    for key in ("config", "evaluator"):
+        if obj.get(key) is not None and not isinstance(obj[key], dict):
+            raise ValueError(f"{name}: {key!r} must be an object")
+    problem = data_problem(obj, MAX_TASK_DEPTH, MAX_TASK_FILE_BYTES)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
+    return Task(task_id, obj.get("domain"), obj.get("instruction"),
                 obj.get("config") or {}, obj.get("evaluator") or {})

@@ -1,11 +1,14 @@
 """Bad input gets a clear error naming the file and key, through the real CLI (exit 2)."""
 
+import dataclasses
 import json
+import time
+import typing
 
 import pytest
 
-from conftest import run_cua
-from cua_cli.config import ConfigError, load_config
+from conftest import ROOT, run_cua
+from cua_cli.config import Config, ConfigError, FleetConfig, load_config, load_fleet_config, vllm_flags
 from cua_cli.tasks import load_tasks
 
 GOOD = """
@@ -91,3 +94,166 @@ def test_jsonl_tasks_keep_any_id(write):
     write("dup.jsonl", '{"task_id": "a"}\n{"task_id": "a"}\n')
     with pytest.raises(ConfigError, match="duplicate task id 'a'"):
         load_tasks(load_config(str(write("d.yaml", "tasks: {kind: jsonl, jsonl: dup.jsonl}\n"))))
+
+
+# --- Input that must be refused cleanly: ConfigError naming file and key, quickly ---
+
+# Nine levels of nine aliases each: ~400 bytes that expand to 9**9 values.
+BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+def _refused(path, overrides=()):
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path), overrides)
+    assert time.monotonic() - start < 1.0
+    assert str(path) in str(e.value)
+    return str(e.value)
+
+
+def test_non_utf8_file_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"run:\n  name: caf\xe9\n")
+    msg = _refused(path)
+    assert "line 2" in msg and "UTF-8" in msg
+
+
+def test_oversized_file(write):
+    assert "larger than" in _refused(write("big.yaml", "# " + "x" * (300 << 10) + "\n"))
+
+
+@pytest.mark.parametrize("item, expected", [
+    ("runner.num_envs=[1", "malformed YAML"),
+    ("runner.num_envs={a: &a [*a]}", "recursive"),
+    ("runner.num_envs=" + "[" * 100, "nested deeper"),
+    ("runner..num_envs=1", "expected KEY.PATH=VALUE"),
+    ("=1", "expected KEY.PATH=VALUE"),
+    ("runner num_envs=1", "expected KEY.PATH=VALUE"),
+    ("runner.num_envs=!!bool maybe", "runner.num_envs"),
+])
+def test_bad_set_item_is_named(write, item, expected):
+    msg = _refused(write("c.yaml", GOOD), (item,))
+    assert "--set" in msg and item[:15] in msg and expected in msg
+
+
+@pytest.mark.parametrize("text, key, expected", [
+    ("runner: " + "[" * 5000 + "]" * 5000, "runner", "nested deeper"),
+    ("runner: {num_envs: " + "1" * 5000 + "}", "runner.num_envs", "longer than 100"),
+    ("runner: {num_envs: 0x" + "f" * 90 + "}", "runner.num_envs", "beyond 64 bits"),
+    ("tasks: {miniwob: {seeds: [2020-13-45]}}", "tasks.miniwob.seeds[0]", "cannot read"),
+    ("model: {name: !!bool maybe}", "model.name", "cannot read"),
+    ("run: &a {name: *a}", "run.name", "recursive"),
+    (BOMB, "e[0]", "aliases are expanded"),
+])
+def test_hostile_yaml_names_file_and_key(write, text, key, expected):
+    msg = _refused(write("hostile.yaml", text))
+    assert expected in msg and key in msg
+
+
+def test_alias_bomb_through_the_cli(write, tmp_path):
+    path = write("bomb.yaml", BOMB + "runner: {num_envs: *i}\n")
+    r = run_cua("rollout", str(path), timeout=30)
+    assert r.returncode == 2 and "bomb.yaml" in r.stderr and "aliases are expanded" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "results").exists()
+    # Aliases as such stay allowed.
+    cfg = load_config(str(write("a.yaml", GOOD + "model: {endpoints: &e [http://h:1/v1], provider: openai}\n")))
+    assert cfg.model.endpoints == ["http://h:1/v1"]
+
+
+@pytest.mark.parametrize("text, key", [
+    ("runner: {step_timeout_s: .nan}", "runner.step_timeout_s"),
+    ("runner: {episode_timeout_s: .inf}", "runner.episode_timeout_s"),
+    ("env: {timeout_s: -1}", "env.timeout_s"),
+    ("env: {timeout_s: 0}", "env.timeout_s"),
+    ("env: {retries: -1}", "env.retries"),
+    ("model: {retries: 1000}", "model.retries"),
+    ("env: {allocate_wait_s: -0.5}", "env.allocate_wait_s"),
+    ("env: {local: {port: 65536}}", "env.local.port"),
+    ("env: {local: {port: -1}}", "env.local.port"),
+    ("env: {local: {max_envs: 100000}}", "env.local.max_envs"),
+    ("agent: {history_images: 0}", "agent.history_images"),
+    ("agent: {history_images: 1000}", "agent.history_images"),
+    ("agent: {parse_retries: -1}", "agent.parse_retries"),
+    ("runner: {num_envs: 100001}", "runner.num_envs"),
+    ("runner: {processes: 5000}", "runner.processes"),
+    ("runner: {max_attempts: 1000}", "runner.max_attempts"),
+    ("runner: {max_steps: 1000000}", "runner.max_steps"),
+    ("runner: {lease_ttl_s: .nan}", "runner.lease_ttl_s"),
+    ("runner: {poll_s: 0}", "runner.poll_s"),
+    ("tasks: {rollout_n: 1000000}", "tasks.rollout_n"),
+    ("tasks: {limit: -1}", "tasks.limit"),
+    ("tasks: {miniwob: {seeds: [0, -1]}}", "tasks.miniwob.seeds[1]"),
+    ("tasks: {miniwob: {seeds: [4294967296]}}", "tasks.miniwob.seeds[0]"),
+    ("tasks: {miniwob: {episode_max_time: 0}}", "tasks.miniwob.episode_max_time"),
+    ("model: {temperature: .nan}", "model.temperature"),
+    ("model: {temperature: -0.1}", "model.temperature"),
+    ("model: {max_tokens: 0}", "model.max_tokens"),
+    ("model: {timeout_s: .inf}", "model.timeout_s"),
+    ("run: {name: ''}", "run.name"),
+    ("run: {name: " + "x" * 300 + "}", "run.name"),
+    ('run: {results_dir: "a\\0b"}', "run.results_dir"),
+    ("model: {name: '  '}", "model.name"),
+    ("model: {fleet: ''}", "model.fleet"),
+    ("model: {provider: openai, endpoints: [ftp://h/v1]}", "model.endpoints[0]"),
+    ("model: {provider: openai, endpoints: ['http://h:99999/v1']}", "model.endpoints[0]"),
+    ("model: {provider: openai, endpoints: [localhost:8000]}", "model.endpoints[0]"),
+    ("env: {url: 'localhost:8100'}", "env.url"),
+])
+def test_values_out_of_range_are_refused(write, text, key):
+    msg = _refused(write("range.yaml", GOOD + text + "\n"))
+    assert f"range.yaml: {key}:" in msg
+
+
+@pytest.mark.parametrize("key, ok, bad", [
+    ("env.local.port", 0, -1), ("env.local.port", 65535, 65536),
+    ("tasks.miniwob.seeds", "[2147483647]", "[2147483648]"),
+    ("tasks.limit", 0, -1), ("agent.history_images", 1, 0), ("agent.history_images", 100, 101),
+    ("runner.num_envs", 100000, 100001), ("env.retries", 0, -1), ("model.retries", 10, 11),
+    ("env.allocate_wait_s", 0, -0.5), ("env.timeout_s", 0.001, 0), ("runner.episode_timeout_s", 86400, 86401),
+    ("env.url", "https://envs.example:8100", "https://envs.example:0x1"), ("model.temperature", 2.0, ".nan"),
+])
+def test_range_edges(write, key, ok, bad):
+    path = write("edge.yaml", GOOD)
+    load_config(str(path), (f"{key}={ok}",))
+    assert f"edge.yaml: {key}" in _refused(path, (f"{key}={bad}",))
+
+
+def test_every_numeric_key_has_a_range():
+    numeric = (int, float, typing.Optional[int], typing.Optional[float], list[int])
+
+    def walk(cls):
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            if dataclasses.is_dataclass(tp):
+                yield from walk(tp)
+            elif tp in numeric:
+                yield cls.__name__, f.name, f.metadata.get("check")
+    found = list(walk(Config)) + list(walk(FleetConfig))
+    assert len(found) > 25
+    assert [(c, n) for c, n, check in found if check is None] == []
+
+
+@pytest.mark.parametrize("text, key", [
+    ("tp: 0", "tp"), ("base_port: 70000", "base_port"), ("cpu: -1", "cpu"), ("cpu: 100000", "cpu"),
+    ("ready_timeout_s: .nan", "ready_timeout_s"), ("check_interval_s: 0", "check_interval_s"),
+    ("vllm_args: {'max model len': 1}", "vllm_args"), ("vllm_args: {max-model-len: .inf}", "vllm_args"),
+    ("vllm_args: {x: 2020-01-01}", "vllm_args"), ("vllm_args: {x: !!set {a}}", "vllm_args"),
+    ("vllm_args: {x: {1: 2}}", "vllm_args"), ("env: {FOO: [1]}", "env"), ("env: {'A=B': 1}", "env"),
+    ("env: {FOO: .nan}", "env"), ('env: {FOO: "a\\0b"}', "env"), ("model: ''", "model"),
+])
+def test_bad_fleet_config_values(write, text, key):
+    path = write("fleet.yaml", text + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_fleet_config(str(path))
+    assert f"fleet.yaml: {key}:" in str(e.value)
+
+
+def test_fleet_config_bomb_through_the_cli_and_shipped_config(write):
+    path = write("fleet.yaml", BOMB + "vllm_args: {x: *i}\n")
+    r = run_cua("start-models", "--config", str(path), "--cpu", "1", "--model", "m", timeout=30)
+    assert r.returncode == 2 and "fleet.yaml" in r.stderr and "aliases are expanded" in r.stderr
+    fc = load_fleet_config(str(ROOT / "configs/fleet-cpu.yaml"))
+    assert vllm_flags(fc.vllm_args)[:2] == ["--load-format", "dummy"] and fc.base_port == 8300
