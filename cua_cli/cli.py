@@ -1,5 +1,6 @@
 """The `cua` command line: parse, call, format. The work lives in the modules."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def rollout(config, overrides, resume, watch, fleet_file):
 
     try:
         if fleet_file:
-            overrides += (f"model.fleet={Path(fleet_file).resolve()}",)
+            # Quoted: a path is data, and YAML would misread one holding ': ' or ' #'.
+            overrides += (f"model.fleet={json.dumps(str(Path(fleet_file).resolve()))}",)
         cfg = load_config(config, overrides)
         secrets = read_secrets(cfg)
     except ConfigError as e:

@@ -57,12 +57,13 @@ def untypeable(text: str) -> str | None:
     """The first character of `text` a keyboard cannot type, or None.
 
     Newline and tab are keys; other control characters, lone surrogates,
-    unassigned code points and characters outside the Basic Multilingual
-    Plane (ChromeDriver types only those) are not.
+    unassigned code points, private-use ones (WebDriver reads U+E000 and up
+    as special keys: U+E007 is Enter) and characters outside the Basic
+    Multilingual Plane (ChromeDriver types only those) are not.
     """
     for ch in text:
         if ch in "\n\t":
             continue
-        if ord(ch) > 0xFFFF or unicodedata.category(ch) in ("Cc", "Cs", "Cn"):
+        if ord(ch) > 0xFFFF or unicodedata.category(ch) in ("Cc", "Cs", "Cn", "Co"):
             return ch
     return None

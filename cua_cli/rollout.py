@@ -91,4 +91,4 @@ def use_fleet(cfg: Config) -> None:
         raise ConfigError(f"{cfg.source}: model.fleet: {path} lists no healthy server")
     cfg.model.provider = "openai"
     cfg.model.endpoints = [api_base(s["url"]) for s in doc["servers"]]
-    cfg.model.name = doc["servers"][0]["served_model_name"]
+    cfg.model.name = doc["servers"][0].get("served_model_name") or cfg.model.name

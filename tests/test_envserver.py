@@ -1,12 +1,15 @@
 """End-to-end tests: real Chromium, real HTTP on 127.0.0.1."""
 
 import io
+import json
+import logging
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
+from http.client import HTTPConnection
 
 import pytest
 import requests
@@ -154,6 +157,72 @@ def test_bad_requests(env):
 
     release(url, http, sid)
     assert http.post(f"{url}/server/release/{sid}").status_code == 404
+
+
+def test_refused_program_runs_none_of_its_commands(env, monkeypatch, caplog):
+    server, url, http = env
+    sid = allocate(url, http, "click-test-2", 0)["server_id"]
+    x, y = center(server, sid, "#subbtn")  # clicking it would end the episode with reward 1
+    r = execute(url, http, sid, f"pyautogui.click({x}, {y})\npyautogui.scroll(1e999)")
+    assert r.status_code == 400 and "line 2" in r.json()["error"] and "1e999" in r.json()["error"]
+    r = execute(url, http, sid, "pyautogui.click(1e999, 5)")
+    assert r.status_code == 400 and "1e999" in r.json()["error"]
+    assert execute(url, http, sid, "DONE").json() == {"data": {"done": False, "reward": 0.0}}
+    assert evaluate(url, http, sid) == {"result": 0.0, "reward": 0.0}
+
+    # A fault of the server, even a ValueError, is a 500 with one line; the traceback is only logged.
+    def fault():
+        raise ValueError("boom\nsecond line")
+
+    monkeypatch.setattr(server.pool.use(sid, lambda b: b), "screenshot_png", fault)
+    with caplog.at_level(logging.ERROR, logger="cua_cli.envserver.server"):
+        r = execute(url, http, sid, "screenshot")
+    assert r.status_code == 500 and r.json() == {"error": "ValueError: boom"}
+    assert any(rec.exc_info for rec in caplog.records)
+    monkeypatch.undo()
+
+    r = execute(url, http, sid, f"pyautogui.click({x}, {y})")  # the click itself was fine
+    assert r.json() == {"data": {"done": True, "reward": 1.0}}
+    release(url, http, sid)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('{"config": ', "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON"),
+        ('{"config": {"miniwob": "click-test", "seed": ' + "9" * 5_000 + "}}", "not valid JSON"),
+        ('["click-test"]', "config must be"),
+        ('{"config": {"miniwob": 5}}', "config must be"),
+        ('{"task_id": {"a": [1]}, "config": {"miniwob": "click-test", "seed": 0}}', "task_id"),
+        ('{"config": {"miniwob": "click-test", "seed": 1e30}}', "seed"),
+        ('{"config": {"miniwob": "click-test", "seed": 1000000000000000000000000000000}}', "seed"),
+        ('{"config": {"miniwob": "click-test", "seed": true}}', "seed"),
+        ('{"config": {"miniwob": "click-test", "seed": 0, "episode_max_time": NaN}}', "episode_max_time"),
+        ('{"config": {"miniwob": "click-test", "seed": 0, "episode_max_time": Infinity}}', "episode_max_time"),
+        ('{"config": {"miniwob": "flight.x", "seed": 0}}', "FlightWoB"),
+        ('{"config": {"miniwob": "' + "x" * 100_000 + '", "seed": 0}}', "unknown MiniWoB task"),
+    ],
+)
+def test_bad_allocations_are_refused(env, body, message):
+    server, url, http = env
+    r = http.post(f"{url}/server/getAvailableAndLock", data=body.encode(),
+                  headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and message in r.json()["error"] and len(r.json()["error"]) < 300
+
+
+@pytest.mark.parametrize("length, status", [("-5", 400), ("abc", 400), ("1e3", 400), ("9" * 5_000, 413)])
+def test_bad_content_length_is_refused(env, length, status):
+    server, url, http = env
+    conn = HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)  # requests sets it right
+    try:
+        conn.putrequest("POST", "/server/execute/nope")
+        conn.putheader("Content-Length", length)
+        conn.endheaders(b'{"action": "DONE"}')
+        r = conn.getresponse()
+        assert r.status == status and json.loads(r.read())["error"]
+    finally:
+        conn.close()
 
 
 def test_capacity():

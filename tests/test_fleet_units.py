@@ -55,3 +55,28 @@ def test_cli_rejects_bad_fleet_input(write):
     assert r.returncode == 2 and "unknown key 'bogus'" in r.stderr
     r = run_cua("stop-models", "--fleet", str(bad.parent / "nope.json"))
     assert r.returncode == 1 and "no fleet file" in r.stderr
+
+
+def test_gpu_specs_beyond_any_host_are_refused_at_once():
+    import pytest
+
+    from cua_cli.fleet.gpus import GpuSpecError, parse_gpus
+    for spec in ("0-100000000000", "7,99999", "0-" + "9" * 5000):
+        with pytest.raises(GpuSpecError):
+            parse_gpus(spec)
+    assert parse_gpus("0-3,1023") == [0, 1, 2, 3, 1023]
+
+
+def test_bad_fleet_files_are_named_not_a_traceback(tmp_path):
+    from conftest import run_cua
+    cfg = tmp_path / "exp.yaml"
+    cfg.write_text("tasks: {kind: miniwob, miniwob: {names: [click-test]}}\n")
+    odd = tmp_path / "odd: name #1"
+    odd.mkdir()
+    for i, body in enumerate(['{"servers": [{"url": 5}]}', "[" * 100_000, '{"servers": [7]}', "\xff"]):
+        fleet = odd / f"fleet{i}.json"
+        fleet.write_text(body, encoding="latin-1")
+        r = run_cua("rollout", str(cfg), "--fleet", str(fleet), timeout=60)
+        assert r.returncode == 2 and str(fleet) in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = run_cua("rollout", str(cfg), "--fleet", str(odd), timeout=60)  # a folder
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr

@@ -138,7 +138,7 @@ KEYS = [("ctrl", "ctrl", "ctrl"), ("Ctrl", "ctrl", "ctrl"), ("control", "ctrl", 
         ("tab", "tab", "tab"), ("ArrowLeft", "left", "left"), ("pgdn", "pagedown", "pagedown"), ("F5", "f5", "f5"),
         ("space", "space", "space"), ("backspace", "backspace", "backspace"), ("a", "a", "a"), ("C", "C", "c"),
         ("1", "1", "1"), ("+", "+", "+"), ("=", "=", "="), ("/", "/", "/")]
-typeable = st.one_of(st.characters(max_codepoint=0xFFFF, exclude_categories=["Cc", "Cs", "Cn"]),
+typeable = st.one_of(st.characters(max_codepoint=0xFFFF, exclude_categories=["Cc", "Cs", "Cn", "Co"]),
                      st.sampled_from("\n\t'\"\\)( "))
 PT_FORMS = ["'({},{})'", "'<|box_start|>({},{})<|box_end|>'", "'<point>{} {}</point>'", "'[{}, {}]'", "'( {} , {} )'"]
 

@@ -39,6 +39,8 @@ CHROME_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--force-device-scale-factor=1",  # screenshot pixels == CSS pixels
+    # The task area must lie inside the viewport: pointer actions outside it fail.
+    "--window-size=800,600",
     # A horizontal scroll at the page edge would otherwise navigate back, off the task.
     "--disable-features=OverscrollHistoryNavigation",
 )
@@ -54,7 +56,7 @@ KEYS = {
     "shift": Keys.SHIFT, "ctrl": Keys.CONTROL, "alt": Keys.ALT, "win": Keys.META,
     **{f"f{i}": getattr(Keys, f"F{i}") for i in range(1, 13)},
 }
-TEXT_KEYS = {"\n": Keys.ENTER, "\t": Keys.TAB, "\r": ""}
+TEXT_KEYS = {"\n": Keys.ENTER, "\t": Keys.TAB}
 
 # Starts a fresh episode. Clicking the end-of-episode cover would start a new
 # one and wipe the reward, so that click handler is removed.
@@ -72,9 +74,9 @@ UTTERANCE_JS = "var u = core.getUtterance(); return typeof u === 'string' ? u : 
 def check_task(task: str) -> None:
     """Raise ValueError unless `task` names a MiniWoB task (e.g. "click-test-2")."""
     if task.startswith("flight."):
-        raise ValueError(f"FlightWoB task {task!r} is not supported")
+        raise ValueError(f"FlightWoB task {task[:100]!r} is not supported")
     if f"miniwob/{task}-v1" not in gymnasium.registry:
-        raise ValueError(f"unknown MiniWoB task {task!r}")
+        raise ValueError(f"unknown MiniWoB task {task[:100]!r}")
 
 
 def _chrome_paths() -> tuple[str, str]:
@@ -176,7 +178,9 @@ class MiniWobBrowser:
             shutil.rmtree(self._profile, ignore_errors=True)
 
     def _perform(self, c: Command) -> None:
-        # Like pyautogui, coordinates are clamped to the screen; no x/y means "here".
+        # Points off the screen go to its nearest pixel, as with pyautogui on a real
+        # display (the OS keeps the pointer on screen); the task area is the screen
+        # here. Unclamped, Selenium would raise MoveTargetOutOfBounds. No x/y means "here".
         if c.x is not None:
             target = (min(max(round(c.x), 0), self.width - 1),
                       min(max(round(c.y), 0), self.height - 1))
@@ -225,7 +229,6 @@ class MiniWobBrowser:
         keyboard = KeyInput(interaction.KEY)
         if c.name == "write":
             keys = [TEXT_KEYS.get(ch, ch) for ch in c.text]
-            keys = [k for k in keys if k]
         else:
             keys = [KEYS.get(k, k) for k in c.keys]
         if c.name in ("write", "press"):

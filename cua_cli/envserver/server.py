@@ -6,6 +6,9 @@ POST /server/evaluate/{id}         (evaluator object, ignored)
 POST /server/release/{id}
 GET  /server/list
 Responses are {"data": ...} or {"error": message}; screenshots are raw PNG.
+A client's mistake is a 4xx with a short message, and a program (code action) is
+parsed and checked whole before any of it runs. 500 means a fault of the server;
+its traceback goes to the server's log only.
 """
 
 import hmac
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1 << 20
 MAX_EPISODE_TIME = 3600.0  # seconds
+MAX_SEED = 2**53 - 1  # larger seeds are not exact as the JavaScript numbers MiniWoB seeds with
 SESSION_PATH = re.compile(r"^/server/(execute|evaluate|release)/([^/]+)$")
 
 
@@ -70,7 +74,7 @@ class EnvPool:
         self._closed = False
 
     def allocate(self, task_id: Any, task: str, seed: int, episode_max_time: float) -> tuple[Session, str]:
-        check_task(task)
+        """Lock a browser showing a new episode of `task` (a name check_task accepts)."""
         with self._lock:
             if self._closed:
                 raise HTTPError(503, "env server is shutting down")
@@ -200,7 +204,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(200, {"data": result})
         except HTTPError as e:
             self._send_json(e.status, {"error": str(e)})
-        except (DisallowedCode, ValueError) as e:
+        except DisallowedCode as e:
             self._send_json(400, {"error": str(e)})
         except Exception as e:
             log.exception("%s %s failed", method, self.path)
@@ -235,12 +239,19 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(400, 'config must be {"miniwob": "<task name>", "seed": <int>}')
         task, seed = config["miniwob"], config.get("seed", 0)
         max_time = config.get("episode_max_time", DEFAULT_EPISODE_MAX_TIME)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise HTTPError(400, f"seed must be an integer, got {seed!r}")
+        task_id = body.get("task_id")
+        if task_id is not None and not isinstance(task_id, str):
+            raise HTTPError(400, "task_id must be a string")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not -MAX_SEED <= seed <= MAX_SEED:
+            raise HTTPError(400, "seed must be an integer in [-(2**53 - 1), 2**53 - 1]")
         if isinstance(max_time, bool) or not isinstance(max_time, (int, float)) \
-                or not 0 < max_time <= MAX_EPISODE_TIME:
+                or not 0 < max_time <= MAX_EPISODE_TIME:  # NaN fails the comparison too
             raise HTTPError(400, f"episode_max_time must be in (0, {MAX_EPISODE_TIME:g}] seconds")
-        session, instruction = self.server.pool.allocate(body.get("task_id"), task, seed, float(max_time))
+        try:
+            check_task(task)
+        except ValueError as e:
+            raise HTTPError(400, str(e)) from None
+        session, instruction = self.server.pool.allocate(task_id, task, seed, float(max_time))
         return {
             "server_id": session.server_id,
             "instruction": instruction,
@@ -264,7 +275,7 @@ class Handler(BaseHTTPRequestHandler):
         elif action in ("DONE", "FAIL"):
             commands = []
         else:
-            commands = parse_code(action)
+            commands = parse_code(action)  # all of it, so a refusal comes before any command runs
 
         def run(browser: MiniWobBrowser) -> tuple[bool, float]:
             browser.perform(commands)
@@ -277,16 +288,21 @@ class Handler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
             raise HTTPError(411, "send a Content-Length, not a chunked body")
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
+        digits = (self.headers.get("Content-Length") or "0").lstrip("0") or "0"
+        if not (digits.isascii() and digits.isdigit()):
+            self.close_connection = True  # where the body ends is unknown
+            raise HTTPError(400, "Content-Length must be a non-negative integer")
+        # Length first: int() refuses thousands of digits.
+        if len(digits) > len(str(MAX_BODY_BYTES)) or int(digits) > MAX_BODY_BYTES:
             self.close_connection = True
             raise HTTPError(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        length = int(digits)
         raw = self.rfile.read(length) if length else b""
         if not raw.strip():
             return {}
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
             raise HTTPError(400, "body is not valid JSON") from None
 
     def _authorize(self) -> None:

@@ -1,6 +1,9 @@
 """GPU specs (`0-7`, `0,2,4`, `0-3,6`) and their grouping into tensor-parallel groups."""
 
 
+MAX_GPU_ID = 1023  # no host has more; a bigger id is a typo, and a huge range would never end
+
+
 class GpuSpecError(ValueError):
     pass
 
@@ -8,6 +11,8 @@ class GpuSpecError(ValueError):
 def parse_gpus(spec: str) -> list[int]:
     """`0-3,6` -> [0, 1, 2, 3, 6]; duplicates and bad ranges are errors."""
     out: list[int] = []
+    if len(spec) > 4096:
+        raise GpuSpecError("bad GPU spec: longer than 4096 characters")
     for part in spec.split(","):
         part = part.strip()
         lo, sep, hi = part.partition("-")
@@ -17,6 +22,8 @@ def parse_gpus(spec: str) -> list[int]:
             raise GpuSpecError(f"bad GPU spec {spec!r}: {part!r} is not a number or a range like 0-3") from None
         if sep and int(lo) > int(hi):
             raise GpuSpecError(f"bad GPU spec {spec!r}: range {part!r} runs backwards")
+        if ids and ids[-1] > MAX_GPU_ID:
+            raise GpuSpecError(f"bad GPU spec {spec!r}: GPU ids go up to {MAX_GPU_ID}")
         for i in ids:
             if i < 0:
                 raise GpuSpecError(f"bad GPU spec {spec!r}: negative GPU id {i}")

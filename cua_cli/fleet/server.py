@@ -132,12 +132,19 @@ def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids
 
 
 def read_fleet(path: Path) -> dict:
+    """The fleet file's contents, checked as far as readers rely on them; ValueError otherwise."""
     try:
         doc = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no fleet file (start one with `cua start-models`)") from None
-    except ValueError as e:
-        raise ValueError(f"{path}: not a fleet file: {e}") from None
+    except OSError as e:  # a folder, no permission
+        raise ValueError(f"{path}: cannot read the fleet file: {e.strerror}") from None
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested without end
+        raise ValueError(f"{path}: not a fleet file: {str(e)[:200]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("servers"), list):
         raise ValueError(f"{path}: not a fleet file: no 'servers' list")
+    for i, server in enumerate(doc["servers"]):
+        if not isinstance(server, dict) or not isinstance(server.get("url"), str) \
+                or not isinstance(server.get("served_model_name", ""), str):
+            raise ValueError(f"{path}: not a fleet file: servers[{i}] needs a 'url' string")
     return doc
