@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields
 
-from .code_subset import (MAX_CALLS, MAX_CODE_CHARS, MAX_COORD, MAX_KEY_PRESSES, MAX_SLEEP, MAX_STATEMENTS,
+from .code_subset import (MAX_CALLS, MAX_CODE_CHARS, MAX_COORD, MAX_KEY_PRESSES, MAX_STATEMENTS,
                           MAX_TEXT_CHARS, MAX_TOTAL_SLEEP, canonical_key, untypeable)
 
 POINT_TYPES = frozenset({"click", "left_double", "right_single", "hover"})

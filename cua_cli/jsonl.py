@@ -21,6 +21,9 @@ _PARSE_ERRORS = (StopIteration, ValueError, RecursionError)
 _UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, after surrogateescape
 _JSON_SPACE = " \t\r"
 MAX_WARNINGS = 20
+# Starts tried when looking for a record after torn bytes: each try may scan the
+# rest of the line, so a hostile line full of "{" must not cost quadratic time.
+MAX_RECOVERY_TRIES = 64
 
 
 def append_line(path, obj) -> None:
@@ -130,8 +133,9 @@ def _parse_line(raw: str) -> tuple[dict | None, str | None]:
     # later "{" and ends the line. The bytes before it are torn only if no
     # complete value fits in them (else the line holds two values).
     if s[0] == "{":
-        at = s.find("{", 1)
-        while at != -1:
+        at, tries = s.find("{", 1), 0
+        while at != -1 and tries < MAX_RECOVERY_TRIES:
+            tries += 1
             try:
                 obj, stop = _scan(s, at)
             except _PARSE_ERRORS:

@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,16 @@ def run_cua(*args, cwd=ROOT, env=None, timeout=300):
     """Run the real `cua` command line in a child process."""
     full_env = dict(os.environ, **(env or {}))
     return subprocess.run([*CUA, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def wait_for(cond, timeout: float = 120, what: str = "condition"):
+    """Poll `cond` until it holds; fail the test naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import http.client
 import json
 import random
 import threading
-import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -124,11 +123,3 @@ def chaos(seed: int, p500: float = 0.10, pdrop: float = 0.05, phang: float = 0.0
 
     return policy
 
-
-def wait_for(cond, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")

@@ -14,12 +14,12 @@ import psutil
 import pytest
 import requests
 
-from conftest import CUA
+from conftest import CUA, wait_for
 from cua_cli.errors import InfraError
 from cua_cli.jsonl import read_lines
 from cua_cli.localenv import LocalEnvServer
 from cua_cli.retry import with_retries
-from faultproxy import FaultProxy, wait_for
+from faultproxy import FaultProxy
 
 TOKEN = "s3cr3t-Tok3n-0123456789abcdef"
 

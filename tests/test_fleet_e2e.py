@@ -151,6 +151,9 @@ def test_rolling_reload_reaches_a_watch_rollout_and_records_rl_fields(fleet):
     versions = {s["model_version"] for s in all_steps}
     assert str(work / "tiny-vlm") in versions and "step-2" in versions
     for s in all_steps:
+        if s["response"] is None:  # the step the final Ctrl-C cut short: kept, with why
+            assert s["error"] == "the run was stopped" and "token_ids" not in s
+            continue
         assert len(s["token_ids"]) == len(s["logprobs"]) > 0
         assert all(isinstance(t, int) for t in s["token_ids"]) and all(lp <= 0 for lp in s["logprobs"])
         images = [part["file"] for m in s["prompt"] for part in (m["content"] if isinstance(m["content"], list)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from conftest import CUA, run_cua
+from conftest import CUA, run_cua, wait_for
 from cua_cli.jsonl import read_lines
 
 TASKS = "[click-test, click-test-2, click-button]"
@@ -88,15 +88,6 @@ def test_replay_reproduces_actions_and_scores(write, tmp_path):
         assert a[pair]["score"] == b[pair]["score"], pair
 
 
-def _wait_for(cond, timeout=120, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _start(args, cwd):
     return subprocess.Popen([*CUA, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -106,7 +97,7 @@ def test_ctrl_c_then_resume_completes_without_duplicates(write, tmp_path):
     cfg = config(write, seeds="[0, 1, 2, 3]")
     p = _start(["rollout", str(cfg)], tmp_path)
     try:
-        _wait_for(lambda: (tmp_path / "results").exists() and any(
+        wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results").iterdir()), what="first episode")
         os.kill(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=120)
@@ -135,7 +126,7 @@ def test_sigkilled_runner_pair_finishes_after_reclaim(write, tmp_path):
     cfg = config(write, body="", seeds="[0, 1, 2]")
     p = _start(["rollout", str(cfg), "--set", "runner.lease_ttl_s=3", "--set", "runner.processes=2"], tmp_path)
     try:
-        _wait_for(lambda: (tmp_path / "results").exists() and any(
+        wait_for(lambda: (tmp_path / "results").exists() and any(
             os.listdir(d / "queue" / "claimed") for d in (tmp_path / "results").iterdir()
             if (d / "queue" / "claimed").exists()), what="a claim")
         run = run_dir(tmp_path)
@@ -171,7 +162,7 @@ def test_env_server_killed_mid_run_errors_are_retried(write, tmp_path):
         assert "listening" in server.stdout.readline()
         rollout = _start(["rollout", str(cfg), "--set", "env.retries=1", "--set", "runner.max_attempts=10",
                           "--set", "env.allocate_wait_s=5"], tmp_path)
-        _wait_for(lambda: (tmp_path / "results").exists() and any(
+        wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results").iterdir()), what="first episode")
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
@@ -228,7 +219,7 @@ def test_watch_picks_up_dropped_task_files(write, tmp_path):
     cfg = config(write, seeds="[0]")
     p = _start(["rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2"], tmp_path)
     try:
-        _wait_for(lambda: (tmp_path / "results").exists() and any(
+        wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "queue" / "done").exists() and len(os.listdir(d / "queue" / "done")) == 3
             for d in (tmp_path / "results").iterdir()), what="the config's tasks")
         run = run_dir(tmp_path)
@@ -237,7 +228,7 @@ def test_watch_picks_up_dropped_task_files(write, tmp_path):
                 "config": {"miniwob": "click-test", "seed": 7}, "evaluator": {}}
         (pending / "x.json").write_text(json.dumps(task))
         (pending / "bad.json").write_text(json.dumps({"task_id": "bad", "domain": 5}))
-        _wait_for(lambda: len(os.listdir(run / "queue" / "done")) == 4
+        wait_for(lambda: len(os.listdir(run / "queue" / "done")) == 4
                   and len(os.listdir(run / "queue" / "failed")) == 1, what="the dropped tasks")
         assert p.poll() is None, "--watch keeps running on an empty queue"
         os.kill(p.pid, signal.SIGINT)

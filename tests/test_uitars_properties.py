@@ -12,7 +12,7 @@ import time
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from cua_cli.actions import DIRECTIONS, POINT_TYPES, SCROLL_CLICKS, TERMINAL, TYPES, Action, to_command
+from cua_cli.actions import DIRECTIONS, POINT_TYPES, SCROLL_CLICKS, TERMINAL, Action, to_command
 from cua_cli.agents.uitars import GUIDED_REGEX, ParseError, parse_response, smart_resize
 from cua_cli.code_subset import (MAX_CALLS, MAX_CODE_CHARS, MAX_COORD, MAX_KEY_PRESSES, MAX_SLEEP, MAX_STATEMENTS,
                                  MAX_TEXT_CHARS, MAX_TOTAL_SLEEP, canonical_key, untypeable)
