@@ -52,15 +52,20 @@ def read_run(path, tasks_file=None) -> RunData:
     listing = read_task_list(tasks_file) if tasks_file else None
     try:
         if (p / "scheduled.jsonl").exists() or (p / "run.json").exists():
-            return _read_cua(p)
+            return _named(_read_cua(p), p)
         if any(p.glob("*/task_config.json")):
-            return _read_dart(p)
+            return _named(_read_dart(p), p)
         if any(p.glob("*/*/result.txt")) or any(p.glob("*/*/traj.jsonl")):
-            return _read_osworld(p, listing)
+            return _named(_read_osworld(p, listing), p)
     except OSError as e:  # a folder where a file is due, no permission: name it, no traceback
         raise LayoutError(f"{p}: cannot read: {e}") from None
     raise LayoutError(f"{p}: not a cua run, an OSWorld results folder (<domain>/<example>/result.txt) "
                       "or a DART rollout folder (<task>_<trace>/reward.txt)")
+
+
+def _named(data: RunData, p: Path) -> RunData:
+    data.name = p.resolve().name  # `cua stats .` names the folder, not ""
+    return data
 
 
 def read_task_list(tasks_file) -> dict[str, list[str]]:
