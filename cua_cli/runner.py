@@ -147,7 +147,7 @@ class Episode:
         messages = self.agent.build_messages(instruction, [(h[0], h[1]) for h in history], png)
         if self.record_prompt:
             record["prompt"] = _images_by_name(messages, [h[2] for h in history if h[0] is not None] + [shot])
-        timings, failed = record["timings"], []
+        timings, failed, stop = record["timings"], [], None
         for tries in range(self.limits.parse_retries + 1):
             t = time.monotonic()
             try:
@@ -159,34 +159,33 @@ class Episode:
                 raise ModelError(str(e)) from e
             finally:
                 timings["model_s"] += time.monotonic() - t
-            record.update(response=reply.text, endpoint=reply.endpoint, model_version=reply.model_version,
-                          parse_retries=tries, thought=None, action=None, commands=[])
+            answer = {"response": reply.text}
             if reply.token_ids is not None:
-                record.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
+                answer.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
+            record.update(answer, endpoint=reply.endpoint, model_version=reply.model_version,
+                          parse_retries=tries, thought=None, action=None, commands=[])
             try:
                 parsed = self.agent.parse(reply.text, record["width"], record["height"])
             except ParseError as e:
-                failed.append({"response": reply.text, "error": f"parse: {e}", "stop": "parse_error"})
+                failed.append({**answer, "error": f"parse: {e}", "stop": "parse_error"})
                 continue
             record.update(thought=parsed.thought, action=[a.to_dict() for a in parsed.actions])
             t = time.monotonic()
             try:
                 stop = self._act(session, parsed.actions, record["commands"])
             except ActionRefused as e:
-                failed.append({"response": reply.text, "error": self._error_text(f"env refused the action: {e}"),
+                failed.append({**answer, "error": self._error_text(f"env refused the action: {e}"),
                                "stop": "action_refused", "commands": list(record["commands"])})
                 continue
             finally:
                 timings["act_s"] += time.monotonic() - t
-            if failed:
-                record["failed_tries"] = [{k: v for k, v in f.items() if k != "stop"} for f in failed]
-            return stop
-        # Every try failed: the last one is the step's own; the earlier ones are kept beside it.
-        last = failed.pop()
-        record["error"] = last["error"]
+            break
+        else:  # every try failed: the last one is the step's own, the earlier ones are kept beside it
+            last = failed.pop()
+            record["error"], stop = last["error"], last["stop"]
         if failed:
             record["failed_tries"] = [{k: v for k, v in f.items() if k != "stop"} for f in failed]
-        return last["stop"]
+        return stop
 
     def _act(self, session, actions: list, commands: list) -> str | None:
         """Send the actions to the env (each command is listed before it is sent);
