@@ -283,3 +283,10 @@ def test_leaving_the_task_page_ends_the_episode_as_failed(env):
     sid = allocate(url, http, "click-test", 1)["server_id"]
     assert execute(url, http, sid, "pyautogui.click(1, 1)").json()["data"]["done"] is False
     release(url, http, sid)
+
+
+def test_backend_can_press_every_key_the_subset_names():
+    # A key the parser accepts but the browser cannot press would be a 500 mid-program.
+    from cua_cli.code_subset import KEY_NAMES
+    from cua_cli.envserver.miniwob_backend import KEYS
+    assert KEY_NAMES <= set(KEYS)
