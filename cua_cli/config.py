@@ -51,16 +51,20 @@ def show(value) -> str:
 _BAD_CHAR = re.compile("[\0\ud800-\udfff]")   # NUL breaks paths, argv and env; surrogates break UTF-8 output
 
 
-def text_problem(s: str, max_len: int = MAX_TEXT) -> Optional[str]:
-    """What is wrong with a string from the input (None if nothing)."""
+def text_problem(s: str, max_len: int = MAX_TEXT, any_char: bool = False) -> Optional[str]:
+    """What is wrong with a string from the input (None if nothing).
+
+    any_char: the string is data that cua encodes wherever it goes (task ids,
+    the run name), so only its length is bounded.
+    """
     if len(s) > max_len:
         return f"string longer than {max_len} characters"
-    if _BAD_CHAR.search(s):
+    if not any_char and _BAD_CHAR.search(s):
         return "string with a NUL or an unpaired surrogate character"
     return None
 
 
-def data_problem(value, max_depth: int, max_text: int = MAX_TEXT) -> Optional[str]:
+def data_problem(value, max_depth: int, max_text: int = MAX_TEXT, any_char: bool = False) -> Optional[str]:
     """What keeps `value` from being plain JSON data (None if nothing).
 
     Finite floats, integers within 64 bits, clean strings, string keys and
@@ -72,7 +76,7 @@ def data_problem(value, max_depth: int, max_text: int = MAX_TEXT) -> Optional[st
         if depth > max_depth:
             return f"nested deeper than {max_depth} levels"
         if isinstance(v, str):
-            problem = text_problem(v, max_text)
+            problem = text_problem(v, max_text, any_char)
             if problem:
                 return problem
         elif v is None or isinstance(v, bool):
@@ -87,7 +91,7 @@ def data_problem(value, max_depth: int, max_text: int = MAX_TEXT) -> Optional[st
             stack.extend((x, depth + 1) for x in v)
         elif isinstance(v, dict):
             for k, x in v.items():
-                if not isinstance(k, str) or text_problem(k, max_text):
+                if not isinstance(k, str) or text_problem(k, max_text, any_char):
                     return f"key {show(k)} is not a clean string"
                 stack.append((x, depth + 1))
         else:
@@ -160,11 +164,15 @@ def _env_vars(d: dict) -> Optional[str]:
     return None
 
 
-def _checked(default, check):
-    """A field whose value (each element of a list; unless None) must pass `check`."""
+def _checked(default, check, any_char: bool = False):
+    """A field whose value (each element of a list; unless None) must pass `check`.
+
+    Its strings must also be clean text (see text_problem) unless `any_char`.
+    """
+    meta = {"check": check, "any_char": any_char}
     if isinstance(default, (list, dict)):
-        return field(default_factory=default.copy, metadata={"check": check})
-    return field(default=default, metadata={"check": check})
+        return field(default_factory=default.copy, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 _DURATION = _Between(0, DAY_S, above=True)
@@ -173,7 +181,7 @@ _RETRIES = _Between(0, MAX_RETRIES)
 
 @dataclass
 class RunConfig:
-    name: str = _checked("run", _name)   # run folder = <results_dir>/<name>-<timestamp>
+    name: str = _checked("run", _name, any_char=True)  # run folder = <results_dir>/<encoded name>-<timestamp>
     results_dir: str = _checked("results", _nonempty)
 
 
@@ -347,7 +355,8 @@ class _BoundedLoader(yaml.SafeLoader):
     """SafeLoader that refuses deep nesting, alias bombs and recursive aliases.
 
     Every node is counted as it is composed, an alias as the whole size of
-    its target, so a few hundred bytes cannot expand to megabytes. Scalars
+    its target, so a few hundred bytes cannot expand to megabytes. A key given
+    twice in one mapping is refused (`<<` merges may still be overridden). Scalars
     PyYAML fails to convert without a YAML error (a date 2020-13-45, `!!bool x`)
     become YAML errors, and integers beyond 64 bits are refused.
     """
@@ -384,6 +393,16 @@ class _BoundedLoader(yaml.SafeLoader):
         if event.anchor is not None:
             self._sizes[node] = self._nodes - before
         return node
+
+    def construct_mapping(self, node, deep=False):
+        # YAML lets a later key silently win; in a config that hides a typo or a bad merge.
+        seen = set()
+        for key, _ in node.value if isinstance(node, yaml.MappingNode) else ():
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if key.value in seen:
+                    raise _Refused(f"key {show(key.value)} given twice", key.start_mark, self._keys.get(node, ()))
+                seen.add(key.value)
+        return super().construct_mapping(node, deep)
 
     def construct_object(self, node, deep=False):
         if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 100:  # 1:59:59:... is quadratic
@@ -489,9 +508,11 @@ def _build(cls, raw, path: str, prefix: str):
         key = f"{prefix}.{name}" if prefix else name
         kwargs[name] = value = _coerce(hints[name], value, path, key)
         check = fields[name].metadata.get("check")
+        any_char = fields[name].metadata.get("any_char", False)
         items = enumerate(value) if isinstance(value, list) else [(None, value)]
         for i, v in items:
-            problem = check and v is not None and check(v)
+            problem = isinstance(v, str) and text_problem(v, any_char=any_char)
+            problem = problem or (check and v is not None and check(v))
             if problem:
                 raise ConfigError(f"{path}: {key}{'' if i is None else f'[{i}]'}: {problem}")
     return cls(**kwargs)
@@ -527,9 +548,6 @@ def _coerce(tp, value, path: str, key: str):
         raise ConfigError(f"{path}: {key}: expected {tp.__name__}, got {type(value).__name__} {show(value)}")
     if tp is float and not math.isfinite(value):
         raise ConfigError(f"{path}: {key}: must be a finite number, got {value}")
-    problem = tp is str and text_problem(value)
-    if problem:
-        raise ConfigError(f"{path}: {key}: {problem}")
     return value
 
 

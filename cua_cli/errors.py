@@ -2,7 +2,7 @@
 
 `InfraError` and its subclasses are the infrastructure's (env, model server,
 evaluator): the attempt ends as outcome "error" and the queue retries the
-pair. `ActionRefused` is the agent's: the env understood the request and
+pair, except for a task the env refuses outright (`TaskRefused`). `ActionRefused` is the agent's: the env understood the request and
 refused the action, so it is part of the episode. `Stopped` is the run's.
 """
 
@@ -17,6 +17,12 @@ class ModelError(InfraError):
     """The model server failed (after retries, on every endpoint)."""
 
     stop_reason = "model_error"
+
+
+class TaskRefused(InfraError):
+    """The env refused to set up the task (HTTP 400 to allocate): retrying cannot help."""
+
+    stop_reason = "bad_task"
 
 
 class ActionRefused(Exception):

@@ -81,7 +81,8 @@ def worker_main(spec: WorkerSpec, stop, router) -> None:
                 continue
             rec = episode.run_episode()
             interrupted = rec["stop_reason"] == "interrupted"
-            queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=not interrupted)
+            queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=not interrupted,
+                         give_up=rec["stop_reason"] == "bad_task")
 
     threading.Thread(target=heartbeat, daemon=True).start()
     # An orphaned runner stops like on Ctrl-C; `stop` is shared, so every runner follows.

@@ -166,7 +166,7 @@ def task_from_dict(obj: dict) -> Task:
     task_id = obj.get("task_id")
     if not isinstance(task_id, str):
         raise ValueError("a task needs a string 'task_id'")
-    problem = text_problem(task_id, MAX_TASK_ID)
+    problem = text_problem(task_id, MAX_TASK_ID, any_char=True)  # ids are data: encoded for every path
     if problem:
         raise ValueError(f"'task_id' {show(task_id)}: {problem}")
     name = f"task {show(task_id)}"
@@ -179,7 +179,7 @@ def task_from_dict(obj: dict) -> Task:
     for key in ("config", "evaluator"):
         if obj.get(key) is not None and not isinstance(obj[key], dict):
             raise ValueError(f"{name}: {key!r} must be an object")
-    problem = data_problem(obj, MAX_TASK_DEPTH, MAX_TASK_FILE_BYTES)
+    problem = data_problem(obj, MAX_TASK_DEPTH, MAX_TASK_FILE_BYTES, any_char=True)
     if problem:
         raise ValueError(f"{name}: {problem}")
     return Task(task_id, obj.get("domain"), obj.get("instruction"),

@@ -6,6 +6,7 @@ import time
 import typing
 
 import pytest
+import yaml
 
 from conftest import ROOT, run_cua
 from cua_cli.config import Config, ConfigError, FleetConfig, load_config, load_fleet_config, vllm_flags
@@ -101,6 +102,17 @@ def test_jsonl_tasks_keep_any_id(write):
 # Nine levels of nine aliases each: ~400 bytes that expand to 9**9 values.
 BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+def _merged(*texts) -> str:
+    """The YAML documents merged key by key (a config may not give a key twice)."""
+    def merge(a, b):
+        return {**a, **{k: merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+                        for k, v in b.items()}}
+    out = {}
+    for text in texts:
+        out = merge(out, yaml.safe_load(text))
+    return yaml.safe_dump(out)
 
 
 def _refused(path, overrides=()):
@@ -202,7 +214,7 @@ def test_alias_bomb_through_the_cli(write, tmp_path):
     ("env: {url: 'localhost:8100'}", "env.url"),
 ])
 def test_values_out_of_range_are_refused(write, text, key):
-    msg = _refused(write("range.yaml", GOOD + text + "\n"))
+    msg = _refused(write("range.yaml", _merged(GOOD, text)))
     assert f"range.yaml: {key}:" in msg
 
 
@@ -257,3 +269,15 @@ def test_fleet_config_bomb_through_the_cli_and_shipped_config(write):
     assert r.returncode == 2 and "fleet.yaml" in r.stderr and "aliases are expanded" in r.stderr
     fc = load_fleet_config(str(ROOT / "configs/fleet-cpu.yaml"))
     assert vllm_flags(fc.vllm_args)[:2] == ["--load-format", "dummy"] and fc.base_port == 8300
+
+
+def test_a_key_given_twice_is_refused_but_merges_may_be_overridden(write):
+    twice = write("twice.yaml", "runner: {num_envs: 2}\nrunner: {num_envs: 8}\n")
+    with pytest.raises(ConfigError, match=r"twice.yaml: .*'runner' given twice"):
+        load_config(str(twice))
+    merged = write("merged.yaml", "base: &b {num_envs: 2, max_steps: 5}\n".replace("base", "x-base") +
+                   "runner: {<<: *b, num_envs: 8}\n")
+    with pytest.raises(ConfigError, match="unknown key 'x-base'"):  # the anchor's key itself is unknown
+        load_config(str(merged))
+    ok = write("ok.yaml", "runner: &r {num_envs: 2, max_steps: 5}\nagent: {parse_retries: 1}\n")
+    assert load_config(str(ok)).runner.num_envs == 2

@@ -36,16 +36,16 @@ def _is_action(body: bytes) -> bool:
     return b'"screenshot"' not in body
 
 
-def _rollout(tmp_path, env_url, extra=""):
+def _rollout(tmp_path, env_url, tasks="{kind: miniwob, miniwob: {names: [click-test], seeds: [0]}}"):
     cfg = tmp_path / "exp.yaml"
     cfg.write_text(f"""
 run: {{name: faults, results_dir: {tmp_path}/results}}
-tasks: {{kind: miniwob, miniwob: {{names: [click-test], seeds: [0]}}}}
+tasks: {tasks}
 env: {{url: "{env_url}", token_env: FAULT_TOKEN, retries: 1}}
 model: {{provider: random, seed: 3}}
 agent: {{parse_retries: 1}}
 runner: {{num_envs: 1, max_steps: 3, max_attempts: 2}}
-{extra}""")
+""")
     r = subprocess.run([*CUA, "rollout", str(cfg)], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, FAULT_TOKEN=TOKEN))
     (run,) = (tmp_path / "results").iterdir()
@@ -103,6 +103,15 @@ def test_env_failing_mid_step_keeps_the_step_and_masks_the_whole_secret(env_serv
         if f.is_file() and f.suffix != ".png":
             assert TOKEN[:8].encode() not in f.read_bytes(), f"part of the secret leaked into {f}"
     assert proxy.faults["http_500"] == 1
+
+
+def test_task_the_env_refuses_ends_at_once_as_bad_task(env_server, tmp_path):
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"task_id": "nope", "config": {"miniwob": "no-such-task"}}) + "\n")
+    r, run = _rollout(tmp_path, env_server, "{kind: jsonl, jsonl: tasks.jsonl}")
+    assert r.returncode == 0, r.stderr
+    (rec,) = _attempts(run)  # not retried: the env will refuse it every time
+    assert rec["outcome"] == "error" and rec["stop_reason"] == "bad_task" and "no-such-task" in rec["error"]
+    assert os.listdir(run / "queue" / "failed") == ["nope__0.json"]
 
 
 def _closed_port() -> int:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import requests
 
-from ..errors import ActionRefused, InfraError, Stopped
+from ..errors import ActionRefused, InfraError, Stopped, TaskRefused
 from ..retry import describe, with_retries
 
-# How an env says "I understood the request and the action is invalid".
+# How an env says "I understood the request and it is invalid" (an action, a task's config).
 REFUSED = (400, 422)
 
 
@@ -61,9 +61,10 @@ class EnvCluster:
                     raise InfraError("allocate env: the answer's data has no server_id")
                 return EnvSession(self, str(data["server_id"]), data)
             except InfraError as e:
-                cause = e.__cause__
-                full = isinstance(cause, requests.HTTPError) and cause.response.status_code == 503
-                if not full or time.monotonic() > deadline:
+                status = e.__cause__.response.status_code if isinstance(e.__cause__, requests.HTTPError) else None
+                if status in REFUSED:  # the task's config is wrong for this env: no retry will change that
+                    raise TaskRefused(f"allocate env: {describe(e.__cause__)}") from None
+                if status != 503 or time.monotonic() > deadline:
                     raise
             if should_stop():
                 raise Stopped()

@@ -68,6 +68,7 @@ class EnvPool:
             raise ValueError("max_envs must be at least 1")
         self.max_envs = max_envs
         self._lock = threading.Lock()
+        self._started = threading.Condition(self._lock)  # notified when an allocation is through
         self._sessions: dict[str, Session] = {}
         self._idle: list[MiniWobBrowser] = []
         self._starting = 0  # allocations whose browser is being launched or reset
@@ -86,25 +87,29 @@ class EnvPool:
             if browser:
                 self._idle.remove(browser)
             self._starting += 1
+        # Until `_starting` counts this allocation out, close_all() waits for it: a
+        # browser it cannot see yet must still be quit before the server exits.
         try:
-            browser = browser or MiniWobBrowser()
-            instruction = browser.reset(task, seed, episode_max_time)
-        except BaseException:
+            try:
+                browser = browser or MiniWobBrowser()
+                instruction = browser.reset(task, seed, episode_max_time)
+            except BaseException:
+                if browser:
+                    _close_quietly(browser)
+                raise
+            session = Session(uuid.uuid4().hex, task_id, f"miniwob/{task}", browser)
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._sessions[session.server_id] = session
+            if closed:
+                _close_quietly(browser)
+                raise HTTPError(503, "env server is shutting down")
+            return session, instruction
+        finally:
             with self._lock:
                 self._starting -= 1
-            if browser:
-                _close_quietly(browser)
-            raise
-        session = Session(uuid.uuid4().hex, task_id, f"miniwob/{task}", browser)
-        with self._lock:
-            self._starting -= 1
-            closed = self._closed
-            if not closed:
-                self._sessions[session.server_id] = session
-        if closed:
-            _close_quietly(browser)
-            raise HTTPError(503, "env server is shutting down")
-        return session, instruction
+                self._started.notify_all()
 
     def use(self, server_id: str, action: Callable[[MiniWobBrowser], Any]) -> Any:
         """Run action(browser) while holding the session's lock."""
@@ -142,8 +147,8 @@ class EnvPool:
             if not s.released
         ]
 
-    def close_all(self) -> None:
-        """Quit every browser, busy or idle; later allocations get 503."""
+    def close_all(self, wait_s: float = 60.0) -> None:
+        """Quit every browser, busy, idle or being started; later allocations get 503."""
         with self._lock:
             self._closed = True
             browsers = [s.browser for s in self._sessions.values()] + self._idle
@@ -155,6 +160,8 @@ class EnvPool:
             thread.start()
         for thread in threads:
             thread.join()
+        with self._lock:  # allocations under way quit their own browser once they see `_closed`
+            self._started.wait_for(lambda: self._starting == 0, timeout=wait_s)
 
     def _get(self, server_id: str) -> Session:
         with self._lock:

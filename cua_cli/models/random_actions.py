@@ -26,7 +26,8 @@ class _Episode:
         self.key = key
 
     def complete(self, req: Request) -> Reply:
-        rng = random.Random(f"{self.key}:{req.step}")
+        # Seeded with the key's bytes, exactly as a str seed is, so a task id with a lone surrogate works too.
+        rng = random.Random(f"{self.key}:{req.step}".encode("utf-8", "surrogatepass"))
 
         def point() -> str:
             x, y = to_model_coords(rng.uniform(0, req.width - 1), rng.uniform(0, req.height - 1),

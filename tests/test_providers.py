@@ -1,8 +1,11 @@
-"""The replay provider: every model call of a recorded step, in order, and nothing read outside the run."""
+"""Model providers without a server: replay (every model call of a recorded step, in order,
+nothing read outside the run) and the random baseline."""
 
 import json
 
 from cua_cli.models import Request
+from cua_cli.agents.uitars import parse_response
+from cua_cli.models.random_actions import RandomActions
 from cua_cli.models.replay import _END, Replay
 
 
@@ -39,3 +42,10 @@ def test_a_traj_outside_the_run_is_never_read(tmp_path):
     line = json.loads((run / "episodes.jsonl").read_text())
     (run / "episodes.jsonl").write_text(json.dumps(dict(line, traj="../elsewhere")) + "\n")
     assert _ask(Replay(run, "qwen25vl").episode("t", 0), 0) == _END
+
+
+def test_random_baseline_takes_any_task_id_and_repeats_itself():
+    first = [_ask(RandomActions(7, "qwen25vl").episode("bad\udcffid", 0), step) for step in range(5)]
+    again = [_ask(RandomActions(7, "qwen25vl").episode("bad\udcffid", 0), step) for step in range(5)]
+    assert first == again
+    assert all(parse_response(text, 100, 100).actions for text in first)
