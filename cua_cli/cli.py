@@ -102,13 +102,15 @@ def _pct(x):
 @click.option("--token-env", default="CUA_ENV_TOKEN", show_default=True,
               help="If this environment variable is set, clients must send its value as a token.")
 @click.option("--verbose", is_flag=True, help="Log every request.")
+@click.option("--idle-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Release an env after this many seconds without a request (0: never).")
 @click.option("--parent-pid", type=int, help="Shut down when this process is gone (used by `cua rollout`).")
-def env_server(host, port, max_envs, token_env, verbose, parent_pid):
+def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pid):
     """Serve real MiniWoB++ tasks over the env-cluster protocol.
 
     \b
     Example:
-      cua env-server --port 8100 --max-envs 4
+      cua env-server --port 8100 --max-envs 4 --idle-timeout 1800
       curl -X POST localhost:8100/server/getAvailableAndLock \\
            -d '{"task_id": "t", "os": "linux", "config": {"miniwob": "click-test-2", "seed": 0}}'
     """
@@ -122,7 +124,7 @@ def env_server(host, port, max_envs, token_env, verbose, parent_pid):
 
         # SIGTERM takes the server's own orderly path: stop serving, quit every browser.
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    serve(host, port, max_envs, token_env, verbose)
+    serve(host, port, max_envs, token_env, verbose, idle_timeout)
 
 
 @main.command("start-models", context_settings={"ignore_unknown_options": True})

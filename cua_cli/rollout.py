@@ -48,8 +48,11 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     local = None
     env_url = cfg.env.url
     if env_url == "local":
+        # No request of a live episode comes later than its deadline plus the evaluation and release
+        # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
+        idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
         local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
-                               run.path / "env-server.log")
+                               run.path / "env-server.log", idle)
         env_url = local.start()
     start = time.monotonic()
     pool = Pool(cfg, run, env_url, secrets, watch)

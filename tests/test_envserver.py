@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from http.client import HTTPConnection
 
 import pytest
@@ -235,6 +236,24 @@ def test_capacity():
         release(url, http, sid)
         sid = allocate(url, http, "click-test-2", 1)["server_id"]  # reuses the idle browser
         assert execute(url, http, sid, "screenshot").status_code == 200
+        release(url, http, sid)
+    finally:
+        stop(server)
+
+
+def test_an_env_nobody_uses_is_released_for_its_lost_client():
+    # A client whose allocation answer was lost never releases: the server must, or the env is gone for good.
+    server, url = start(max_envs=1, token_env=UNSET_TOKEN_ENV, idle_timeout_s=1.0)
+    try:
+        http = requests.Session()
+        sid = allocate(url, http, "click-test", 0)["server_id"]
+        assert execute(url, http, sid, "screenshot").status_code == 200
+        deadline = time.monotonic() + 20
+        while http.get(f"{url}/server/list").json()["data"]:
+            assert time.monotonic() < deadline, "the idle env was never released"
+            time.sleep(0.2)
+        assert execute(url, http, sid, "screenshot").status_code == 404
+        sid = allocate(url, http, "click-test", 1)["server_id"]  # the env is free again
         release(url, http, sid)
     finally:
         stop(server)

@@ -50,6 +50,7 @@ class Session:
     created_at: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock)  # selenium is not thread-safe
     released: bool = False
+    last_used: float = field(default_factory=time.monotonic)
 
 
 def _close_quietly(browser: MiniWobBrowser) -> None:
@@ -63,10 +64,13 @@ class EnvPool:
     """At most max_envs browsers: busy ones belong to a session; released ones
     stay idle and are reused by the next allocation (a launch costs ~1 s)."""
 
-    def __init__(self, max_envs: int):
+    def __init__(self, max_envs: int, idle_timeout_s: float = 0.0):
         if max_envs < 1:
             raise ValueError("max_envs must be at least 1")
         self.max_envs = max_envs
+        # A client whose allocation answer was lost never releases that env: after
+        # this long without a request, a session is released for it (0: never).
+        self.idle_timeout_s = idle_timeout_s
         self._lock = threading.Lock()
         self._started = threading.Condition(self._lock)  # notified when an allocation is through
         self._sessions: dict[str, Session] = {}
@@ -117,7 +121,10 @@ class EnvPool:
         with session.lock:
             if session.released:
                 raise HTTPError(404, f"unknown server id {server_id!r}")
-            return action(session.browser)
+            try:
+                return action(session.browser)
+            finally:
+                session.last_used = time.monotonic()
 
     def release(self, server_id: str) -> None:
         session = self._get(server_id)
@@ -137,6 +144,18 @@ class EnvPool:
                 self._idle.append(session.browser)
                 return
         _close_quietly(session.browser)
+
+    def expire_idle(self) -> None:
+        """Release the sessions nobody has used for `idle_timeout_s`."""
+        deadline = time.monotonic() - self.idle_timeout_s
+        with self._lock:
+            idle = [sid for sid, s in self._sessions.items() if s.last_used < deadline]
+        for sid in idle:
+            try:
+                self.release(sid)
+                log.warning("released env %s: no request for %.0f s", sid, self.idle_timeout_s)
+            except HTTPError:
+                pass  # released meanwhile
 
     def sessions(self) -> list[dict]:
         with self._lock:
@@ -178,7 +197,14 @@ class EnvServer(ThreadingHTTPServer):
         self.pool = pool
         self.token = token
         self.verbose = verbose
+        self._next_expiry = 0.0
         super().__init__(address, Handler)
+
+    def service_actions(self) -> None:
+        # serve_forever calls this between polls; expiry runs on a thread so accepting never waits.
+        if self.pool.idle_timeout_s and time.monotonic() >= self._next_expiry:
+            self._next_expiry = time.monotonic() + min(30.0, self.pool.idle_timeout_s / 4)
+            threading.Thread(target=self.pool.expire_idle, daemon=True).start()
 
     def close_all(self) -> None:
         self.pool.close_all()
@@ -344,10 +370,11 @@ def make_server(
     max_envs: int = 4,
     token_env: str = "CUA_ENV_TOKEN",
     verbose: bool = False,
+    idle_timeout_s: float = 0.0,
 ) -> EnvServer:
     """Bind the server (not yet serving); port 0 picks a free port (server.server_address[1])."""
     token = os.environ.get(token_env, "") if token_env else ""
-    return EnvServer((host, port), EnvPool(max_envs), token, verbose)
+    return EnvServer((host, port), EnvPool(max_envs, idle_timeout_s), token, verbose)
 
 
 def serve(
@@ -356,9 +383,10 @@ def serve(
     max_envs: int = 4,
     token_env: str = "CUA_ENV_TOKEN",
     verbose: bool = False,
+    idle_timeout_s: float = 0.0,
 ) -> None:
     """Serve until SIGTERM/SIGINT, then quit all browsers. Prints the listening URL first."""
-    server = make_server(host, port, max_envs, token_env, verbose)
+    server = make_server(host, port, max_envs, token_env, verbose, idle_timeout_s)
 
     def on_signal(signum, frame):
         # shutdown() waits for serve_forever() to return, so it must run on another thread.
