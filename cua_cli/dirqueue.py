@@ -24,7 +24,7 @@ from filelock import FileLock
 from .episodes import error_line
 from .jsonl import append_line, read_from
 from .names import pair_key
-from .results import scheduled_record
+from .results import is_index, scheduled_record
 
 STATES = ("pending", "claimed", "done", "failed")
 HOST = socket.gethostname()
@@ -36,10 +36,6 @@ def _write_atomic(path: Path, obj) -> None:
     # ASCII escapes: a task id with a lone surrogate still makes a valid file.
     tmp.write_text(json.dumps(obj))
     os.replace(tmp, path)
-
-
-def _count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def read_item(path) -> dict:
@@ -68,7 +64,7 @@ def read_item(path) -> dict:
     item.setdefault("attempt", 0)
     item.setdefault("errors", 0)
     for key in ("sample", "attempt", "errors"):
-        if not _count(item[key]):
+        if not is_index(item[key]):
             raise ValueError(f"{key!r} must be an integer >= 0, got {str(item[key])[:80]}")
     if item.get("lease") is not None and not isinstance(item["lease"], dict):
         raise ValueError("'lease' must be an object")

@@ -151,12 +151,17 @@ def _parse_line(raw: str) -> tuple[dict | None, str | None]:
     return None, "skipped a line that is not valid UTF-8" if _UNDECODED.search(s) else "skipped a line that is not JSON"
 
 
+def warn(text: str) -> None:
+    """A warning for the reader of a run: on stderr, so piped output stays clean."""
+    print(f"warning: {text}", file=sys.stderr)
+
+
 def warn_problems(path, problems) -> None:
     """Print `(line, text)` problems as warnings naming file and line; a long list is cut short."""
     for n, text in problems[:MAX_WARNINGS]:
-        print(f"warning: {path}:{n}: {text}", file=sys.stderr)
+        warn(f"{path}:{n}: {text}")
     if len(problems) > MAX_WARNINGS:
-        print(f"warning: {path}: {len(problems) - MAX_WARNINGS} more problems not shown", file=sys.stderr)
+        warn(f"{path}: {len(problems) - MAX_WARNINGS} more problems not shown")
 
 
 def _lines_before(path, offset: int) -> int:

@@ -29,7 +29,8 @@ def _show(v) -> str:
     return json.dumps(v)[:60]
 
 
-def _is_index(v) -> bool:
+def is_index(v) -> bool:
+    """A sample, attempt or step count: an int (not a bool) in [0, 2**53]."""
     return type(v) is int and 0 <= v <= _MAX_INDEX
 
 
@@ -37,8 +38,8 @@ def _in_range(v, low, high) -> bool:
     return type(v) in (int, float) and low <= v <= high
 
 
-_PLACES = (("task_id", lambda v: type(v) is str, "a string"), ("sample", _is_index, "an integer >= 0"),
-           ("attempt", _is_index, "an integer >= 0"), ("outcome", lambda v: v in OUTCOMES, " or ".join(OUTCOMES)))
+_PLACES = (("task_id", lambda v: type(v) is str, "a string"), ("sample", is_index, "an integer >= 0"),
+           ("attempt", is_index, "an integer >= 0"), ("outcome", lambda v: v in OUTCOMES, " or ".join(OUTCOMES)))
 
 
 def _unplaced(obj, keys) -> str | None:
@@ -55,7 +56,7 @@ def scheduled_record(obj) -> tuple[dict | None, str | None]:
     """A scheduled.jsonl line as a record with a string task_id, a sample index and
     a string or null domain; or None. And what was wrong with the line."""
     get = obj.get if type(obj) is dict else None
-    if not (get and type(get("task_id")) is str and _is_index(get("sample"))):
+    if not (get and type(get("task_id")) is str and is_index(get("sample"))):
         return None, _unplaced(obj, ("task_id", "sample"))
     if type(get("domain")) not in _TEXT_OR_NULL:
         return {**obj, "domain": None}, f"domain is {_show(get('domain'))}, not a string; read as null"
@@ -75,7 +76,7 @@ def episode_record(obj) -> tuple[dict | None, str | None]:
     once per line of large runs.
     """
     get = obj.get if type(obj) is dict else None
-    if not (get and type(get("task_id")) is str and _is_index(get("sample")) and _is_index(get("attempt"))
+    if not (get and type(get("task_id")) is str and is_index(get("sample")) and is_index(get("attempt"))
             and get("outcome") in OUTCOMES):
         return None, _unplaced(obj, ("task_id", "sample", "attempt", "outcome"))
     fixes, problems = {}, []
@@ -84,7 +85,7 @@ def episode_record(obj) -> tuple[dict | None, str | None]:
             fixes[key] = None
             problems.append(f"{key} is {_show(get(key))}, not a string; read as null")
     steps, duration = get("steps"), get("duration_s")
-    if steps is not None and not _is_index(steps):
+    if steps is not None and not is_index(steps):
         fixes["steps"] = None
         problems.append(f"steps is {_show(steps)}, not an integer >= 0; read as null")
     if duration is not None and not _in_range(duration, 0, _MAX_DURATION):

@@ -61,7 +61,7 @@ class EnvCluster:
                     raise InfraError("allocate env: the answer's data has no server_id")
                 return EnvSession(self, str(data["server_id"]), data)
             except InfraError as e:
-                status = e.__cause__.response.status_code if isinstance(e.__cause__, requests.HTTPError) else None
+                status = _status(e)
                 if status in REFUSED:  # the task's config is wrong for this env: no retry will change that
                     raise TaskRefused(f"allocate env: {describe(e.__cause__)}") from None
                 if status != 503 or time.monotonic() > deadline:
@@ -101,9 +101,8 @@ class EnvSession:
         try:
             r = self._call("execute", "/server/execute", {"action": command}, timeout, should_stop, idempotent=False)
         except InfraError as e:
-            cause = e.__cause__
-            if isinstance(cause, requests.HTTPError) and cause.response.status_code in REFUSED:
-                raise ActionRefused(describe(cause)) from None
+            if _status(e) in REFUSED:
+                raise ActionRefused(describe(e.__cause__)) from None
             raise
         return _data(r)
 
@@ -119,6 +118,11 @@ class EnvSession:
 
     def release(self, timeout: float) -> None:
         self._call("release", "/server/release", {}, timeout, lambda: False)
+
+
+def _status(e: InfraError) -> int | None:
+    """The HTTP status the env answered with, when an answer is what failed."""
+    return e.__cause__.response.status_code if isinstance(e.__cause__, requests.HTTPError) else None
 
 
 def _data(r: requests.Response):

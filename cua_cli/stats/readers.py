@@ -12,10 +12,10 @@ never a success. Only a task list of the wrong shape stops the reading.
 """
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..jsonl import warn
 from ..results import RunReader
 
 
@@ -40,9 +40,6 @@ class RunData:
 class LayoutError(ValueError):
     pass
 
-
-def _warn(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr)
 
 
 def read_run(path, tasks_file=None) -> RunData:
@@ -99,7 +96,7 @@ def from_reader(reader: RunReader) -> RunData:
             data.infeasible.add(pair[0])
         if pair not in reader.scheduled:
             # A line without its scheduled pair (an older run, a hand-made folder): still counted.
-            _warn(f"{reader.path}: {pair} has an episode line but was never scheduled")
+            warn(f"{reader.path}: {pair} has an episode line but was never scheduled")
             data.domains.setdefault(pair[0], rec.get("domain"))
             data.pairs[pair] = _final(rec)
     return data
@@ -122,7 +119,7 @@ def _read_float(path: Path) -> float | None:
 def _score(path: Path, value: float | None) -> Final:
     """The Final of a score file: a number in [0, 1], else an evaluation error (NaN is no success)."""
     if value is None or not (0 <= value <= 1):
-        _warn(f"{path}: holds {'no number' if value is None else value} where a score in [0, 1] is due; "
+        warn(f"{path}: holds {'no number' if value is None else value} where a score in [0, 1] is due; "
               "counted as an error")
         return Final("error", None, stop_reason="eval_error")
     return Final("success" if value == 1 else "failure", value)
@@ -162,10 +159,10 @@ def _dart_task(folder: Path):
     try:
         cfg = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError) as e:
-        _warn(f"{path}: cannot read ({e}); trace skipped")
+        warn(f"{path}: cannot read ({e}); trace skipped")
         return None
     if not isinstance(cfg, dict):
-        _warn(f"{path}: not a JSON object; trace skipped")
+        warn(f"{path}: not a JSON object; trace skipped")
         return None
     raw = cfg.get("raw") if isinstance(cfg.get("raw"), dict) else {}
     task_id = raw.get("task_id")
@@ -173,11 +170,11 @@ def _dart_task(folder: Path):
         task_id = str(task_id)
     if not (isinstance(task_id, str) and task_id):
         if task_id not in (None, ""):
-            _warn(f"{path}: raw.task_id is not a string; the folder name is used")
+            warn(f"{path}: raw.task_id is not a string; the folder name is used")
         task_id = folder.name.rsplit("_", 1)[0]
     task_type = raw.get("task_type")
     if task_type is not None and not isinstance(task_type, str):
-        _warn(f"{path}: raw.task_type is not a string; read as null")
+        warn(f"{path}: raw.task_type is not a string; read as null")
         task_type = None
     evaluator = cfg.get("evaluator") or raw.get("evaluator")
     func = evaluator.get("func") if isinstance(evaluator, dict) else None

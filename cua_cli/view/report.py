@@ -15,12 +15,11 @@ import html
 import json
 import os
 import shutil
-import sys
 import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from ..jsonl import scan, warn_problems
+from ..jsonl import scan, warn, warn_problems
 from ..names import pair_key
 from ..results import RunReader
 from ..stats.compare import task_scores
@@ -41,9 +40,6 @@ def _page(title: str, body: str, css_href: str, script: str = "") -> str:
 def _pct(x) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
-
-def _warn(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr)
 
 
 def _text(v) -> str:
@@ -116,7 +112,7 @@ class Report:
         if not self._mkdir(os.path.dirname(d)):
             return False
         if os.path.islink(d) or os.path.exists(d) and not os.path.isdir(d):
-            _warn(f"{d}: a link or a file where the report needs a folder; nothing written there")
+            warn(f"{d}: a link or a file where the report needs a folder; nothing written there")
             return False
         os.makedirs(d, exist_ok=True)
         self._dirs.add(d)
@@ -177,7 +173,7 @@ class Report:
         if src is None or not os.path.isfile(src):
             why = ("not a file name" if not isinstance(name, str) or not name
                    else "outside the run folder" if src is None else "missing")
-            _warn(f"{where}: screenshot {name!r} is {why}; step shown without it")
+            warn(f"{where}: screenshot {name!r} is {why}; step shown without it")
             return None
         if not self.inside:
             dst = os.path.join(self.out, "shots", src[len(self._run_prefix):])
@@ -191,7 +187,7 @@ class Report:
                     shutil.copyfile(src, tmp)
                 os.replace(tmp, dst)  # over whatever was there, without following it
             except OSError as e:
-                _warn(f"{where}: cannot copy the screenshot: {e}")
+                warn(f"{where}: cannot copy the screenshot: {e}")
                 return None
             src = dst
         # A file name that is not UTF-8 holds surrogate escapes: the URL gets its bytes back.
@@ -202,12 +198,12 @@ class Report:
         traj_dir = os.path.join(self.run, traj)
         traj_file = self._in_run(os.path.join(traj_dir, "traj.jsonl"))
         if traj_file is None:
-            _warn(f"{self.run}: traj {traj!r} leads out of the run folder; steps not shown")
+            warn(f"{self.run}: traj {traj!r} leads out of the run folder; steps not shown")
             return ""
         try:
             rows, problems, _, _ = scan(traj_file)
         except OSError as e:
-            _warn(f"{traj_file}: cannot read: {e}")
+            warn(f"{traj_file}: cannot read: {e}")
             return ""
         warn_problems(traj_file, problems)
         return "".join(self._step_html(traj_dir, st, f"{traj_file}:{n}") for n, st in rows.items())
@@ -240,7 +236,7 @@ class Report:
         for key, ok in (("step", lambda v: type(v) is int), ("width", _is_size), ("height", _is_size),
                         ("action", lambda v: isinstance(v, list)), ("timings", lambda v: isinstance(v, dict))):
             if st.get(key) is not None and not ok(st[key]):
-                _warn(f"{where}: {key} {_text(st[key])[:40]!r} has the wrong type; left out")
+                warn(f"{where}: {key} {_text(st[key])[:40]!r} has the wrong type; left out")
                 st = {**st, key: None}
         step = E(_text(st.get("step")) or "?")
         src = self._shot_src(traj_dir, st.get("screenshot"), where)
