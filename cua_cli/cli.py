@@ -1,4 +1,9 @@
-"""The `cua` command line: parse, call, format. The work lives in the modules."""
+"""The `cua` command line: parse, call, format. The work lives in the modules.
+
+Errors are mapped to exit codes in one place (`_Cli.invoke`): an error of the
+error tree prints its message and exits with its code (2 for bad input); any
+other exception is a bug and keeps its traceback.
+"""
 
 import json
 import sys
@@ -7,17 +12,26 @@ from pathlib import Path
 import click
 from tabulate import tabulate
 
-from .config import ConfigError, load_config
+from .config import load_config
+from .errors import CuaError, InputError
 from .redact import read_secrets
 
 
-class BadInput(click.ClickException):
-    """Bad config or task input: exit code 2, like click's usage errors."""
+class _Failed(click.ClickException):
+    def __init__(self, error: CuaError):
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
 
-    exit_code = 2
+
+class _Cli(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CuaError as e:
+            raise _Failed(e) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cua")
 def main():
     """Run computer-use (GUI) agents at scale.
@@ -52,24 +66,13 @@ def rollout(config, overrides, resume, watch, fleet_file):
       cua rollout configs/demo.yaml --resume results/demo-20261121-101500
       cua rollout configs/exp.yaml --fleet fleet/fleet.json
     """
-    from .rollout import rollout as run_rollout
+    from .rollout.driver import rollout as run_rollout
 
-    try:
-        if fleet_file:
-            # Quoted: a path is data, and YAML would misread one holding ': ' or ' #'.
-            overrides += (f"model.fleet={json.dumps(str(Path(fleet_file).resolve()))}",)
-        cfg = load_config(config, overrides)
-        secrets = read_secrets(cfg)
-    except ConfigError as e:
-        raise BadInput(str(e)) from None
-    except KeyError as e:
-        raise BadInput(f"{config}: environment variable {e.args[0]} (named in the config) is not set") from None
-    try:
-        out = run_rollout(cfg, secrets, resume, watch)
-    except ConfigError as e:
-        raise BadInput(str(e)) from None
-    except (FileNotFoundError, RuntimeError) as e:
-        raise click.ClickException(str(e)) from None
+    if fleet_file:
+        # Quoted: a path is data, and YAML would misread one holding ': ' or ' #'.
+        overrides += (f"model.fleet={json.dumps(str(Path(fleet_file).resolve()))}",)
+    cfg = load_config(config, overrides)
+    out = run_rollout(cfg, read_secrets(cfg), resume, watch)
     s = out.summary
     ci = s["ci95"]
     rows = [["run", str(out.run.path)],
@@ -85,7 +88,7 @@ def rollout(config, overrides, resume, watch, fleet_file):
             ["more", f"cua stats {out.run.path} --by domain"]]
     click.echo(tabulate(rows, tablefmt="simple_outline"))
     if out.crashed:
-        raise click.ClickException("runner processes kept crashing; see the errors above")
+        raise CuaError("runner processes kept crashing; see the errors above")
     if out.interrupted:
         click.echo(f"interrupted: continue with  cua rollout {config} --resume {out.run.path}")
         sys.exit(130)
@@ -155,40 +158,31 @@ def start_models(gpus, cpu, model, served_model_name, tp, base_port, fleet_file,
     """
     from .config import FleetConfig, load_fleet_config, vllm_flags
     from .fleet.control import run_detached, run_foreground
-    from .fleet.gpus import GpuSpecError, group_gpus, parse_gpus
-    from .fleet.supervisor import FleetError, FleetSpec
+    from .fleet.gpus import group_gpus, parse_gpus
+    from .fleet.supervisor import FleetSpec
 
-    try:
-        fc = load_fleet_config(config_path) if config_path else FleetConfig()
-    except ConfigError as e:
-        raise BadInput(str(e)) from None
+    fc = load_fleet_config(config_path) if config_path else FleetConfig()
     model = model or fc.model
     gpus = gpus if gpus is not None else fc.gpus
     cpu = cpu if cpu is not None else fc.cpu
     tp = tp or fc.tp
     if not model:
-        raise BadInput("no model: pass --model or set `model` in --config")
+        raise InputError("no model: pass --model or set `model` in --config")
     if (gpus is None) == (cpu is None):
-        raise BadInput("pass exactly one of --gpus SPEC or --cpu N")
-    try:
-        groups = group_gpus(parse_gpus(gpus), tp) if gpus is not None else [[] for _ in range(cpu)]
-    except GpuSpecError as e:
-        raise BadInput(str(e)) from None
+        raise InputError("pass exactly one of --gpus SPEC or --cpu N")
+    groups = group_gpus(parse_gpus(gpus), tp) if gpus is not None else [[] for _ in range(cpu)]
     if not groups:
-        raise BadInput("--cpu must be at least 1")
+        raise InputError("--cpu must be at least 1")
     spec = FleetSpec(model, groups, served_model_name or fc.served_model_name, base_port or fc.base_port,
                      vllm_flags(fc.vllm_args) + list(vllm_args), {k: str(v) for k, v in fc.env.items()},
                      Path(fleet_file), ready_timeout or fc.ready_timeout_s, fc.check_interval_s)
-    try:
-        if detach:
-            argv = [a for a in sys.argv[1:] if a != "--detach"]
-            pid = run_detached(argv, spec, click.echo)
-            click.echo(f"fleet ready: {fleet_file} (supervisor pid {pid}); stop it with "
-                       f"`cua stop-models --fleet {fleet_file}`")
-        else:
-            run_foreground(spec, click.echo)
-    except FleetError as e:
-        raise click.ClickException(str(e)) from None
+    if detach:
+        argv = [a for a in sys.argv[1:] if a != "--detach"]
+        pid = run_detached(argv, spec, click.echo)
+        click.echo(f"fleet ready: {fleet_file} (supervisor pid {pid}); stop it with "
+                   f"`cua stop-models --fleet {fleet_file}`")
+    else:
+        run_foreground(spec, click.echo)
 
 
 @main.command("stop-models")
@@ -202,12 +196,9 @@ def stop_models(fleet_file):
     """
     from .fleet.control import stop
 
-    try:
-        left = stop(Path(fleet_file))
-    except (FileNotFoundError, ValueError) as e:
-        raise click.ClickException(str(e)) from None
+    left = stop(Path(fleet_file))
     if left:
-        raise click.ClickException("still running after SIGKILL: " + ", ".join(left))
+        raise CuaError("still running after SIGKILL: " + ", ".join(left))
     click.echo("fleet stopped; no server process is left")
 
 
@@ -227,10 +218,7 @@ def models(ctx, fleet_file):
         return
     from .fleet.control import status
 
-    try:
-        rows = status(ctx.obj)
-    except (FileNotFoundError, ValueError) as e:
-        raise click.ClickException(str(e)) from None
+    rows = status(ctx.obj)
     click.echo(tabulate(rows, headers="keys", tablefmt="simple_outline", missingval="-"))
 
 
@@ -248,13 +236,9 @@ def reload(fleet_path, checkpoint, version, timeout, fleet_file):
       cua models reload --fleet fleet/fleet.json /ckpt/step-2000 --version step-2000
     """
     from .fleet.control import request_reload
-    from .fleet.supervisor import FleetError
 
-    try:
-        request_reload(Path(fleet_file) if fleet_file else fleet_path, checkpoint, version or checkpoint,
-                       timeout, click.echo)
-    except (FleetError, FileNotFoundError, ValueError) as e:
-        raise click.ClickException(str(e)) from None
+    request_reload(Path(fleet_file) if fleet_file else fleet_path, checkpoint, version or checkpoint,
+                   timeout, click.echo)
     click.echo("reload done")
 
 
@@ -262,25 +246,22 @@ def _read_runs(paths, tasks_file):
     """Run folders from the arguments (shell globs welcome); bad ones are named."""
     import glob
 
-    from .stats.readers import LayoutError, read_run
+    from .stats.readers import read_run
 
     expanded = []
     for p in paths:
         matches = sorted(glob.glob(p)) if any(c in p for c in "*?[") and not Path(p).exists() else [p]
         if not matches:
-            raise BadInput(f"{p}: no such run folder")
+            raise InputError(f"{p}: no such run folder")
         expanded += matches
     runs = []
     for p in expanded:
         if len(expanded) > 1 and Path(p).is_file():
             click.echo(f"warning: {p}: not a folder, skipped", err=True)
             continue
-        try:
-            runs.append(read_run(p, tasks_file))
-        except LayoutError as e:
-            raise BadInput(str(e)) from None
+        runs.append(read_run(p, tasks_file))
     if not runs:
-        raise BadInput("no run folders to read")
+        raise InputError("no run folders to read")
     return runs
 
 
@@ -355,15 +336,12 @@ def view(runs, out):
       cua view results/exp-20261121-0900
       cua view results/base-20261120-0900 results/new-20261121-0900
     """
-    from .view.report import Report, ReportError, build_compare
+    from .view.report import Report, build_compare
 
     if len(runs) > 2:
-        raise BadInput("cua view takes one run, or two to compare")
-    try:
-        reports = [Report(r, Path(out) / (f"run-{i}" if len(runs) == 2 else "") if out else None)
-                   for i, r in enumerate(runs)]
-    except ReportError as e:
-        raise BadInput(str(e)) from None
+        raise InputError("cua view takes one run, or two to compare")
+    reports = [Report(r, Path(out) / (f"run-{i}" if len(runs) == 2 else "") if out else None)
+               for i, r in enumerate(runs)]
     try:
         pages = [r.build() for r in reports]
         if len(reports) == 1:
@@ -373,4 +351,4 @@ def view(runs, out):
         target = Path(out) / "compare.html" if out else a.out / f"compare-{b.run.name}.html"
         click.echo(build_compare(a, b, target.resolve()))
     except OSError as e:  # a full disk, a folder we may not write
-        raise click.ClickException(f"cannot write the report: {e}") from None
+        raise CuaError(f"cannot write the report: {e}") from None

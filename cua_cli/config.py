@@ -23,6 +23,12 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from .agents import AGENTS
+from .envs import ENVS
+from .errors import InputError
+from .models import PROVIDERS
+from .rollout.backends import BACKENDS
+
 # PyYAML's pure-Python loader (the one whose parsing can be bounded) reads under
 # 1 MB/s: these keep the worst input near 0.4 s, still far above any real config.
 MAX_FILE_BYTES = 256 << 10  # a config is a few KB
@@ -35,7 +41,7 @@ DAY_S = 86_400              # upper bound of every duration and timeout
 MAX_RETRIES = 10            # backoff doubles per retry: the 10th already waits ~8 minutes
 
 
-class ConfigError(Exception):
+class ConfigError(InputError):
     """Bad config: the message names the file and the key."""
 
 
@@ -138,6 +144,13 @@ def _http_url(v: str) -> Optional[str]:
     return None
 
 
+def _one_of(registry: dict):
+    """Check for a name in a registry (env kinds, agent kinds, providers, backends)."""
+    def check(v: str) -> Optional[str]:
+        return None if v in registry else f"must be one of {', '.join(registry)}, got {show(v)}"
+    return check
+
+
 def _env_url(v: str) -> Optional[str]:
     return None if v == "local" or not _http_url(v) else f"must be 'local' or an http(s) URL, got {show(v)}"
 
@@ -218,6 +231,7 @@ class LocalEnvServer:
 
 @dataclass
 class EnvConfig:
+    kind: str = _checked("cluster", _one_of(ENVS))       # the protocol the env speaks
     url: str = _checked("local", _env_url)                 # "local" starts the built-in MiniWoB server
     local: LocalEnvServer = field(default_factory=LocalEnvServer)
     token_env: Optional[str] = _checked(None, _env_name)   # name of the env var holding the token
@@ -229,7 +243,7 @@ class EnvConfig:
 
 @dataclass
 class ModelConfig:
-    provider: Literal["openai", "random", "replay"] = "random"
+    provider: str = _checked("random", _one_of(PROVIDERS))
     endpoints: list[str] = _checked([], _http_url)     # http://host:port/v1
     # a `cua start-models` fleet file: its servers become the endpoints
     fleet: Optional[str] = _checked(None, _nonempty)
@@ -249,7 +263,7 @@ class ModelConfig:
 
 @dataclass
 class AgentConfig:
-    kind: Literal["uitars"] = "uitars"
+    kind: str = _checked("uitars", _one_of(AGENTS))
     coord_mode: Literal["qwen25vl", "qwen2vl"] = "qwen25vl"
     history_images: int = _checked(5, _Between(0, 100, above=True))
     language: str = _checked("English", _name)
@@ -258,6 +272,7 @@ class AgentConfig:
 
 @dataclass
 class RunnerConfig:
+    backend: str = _checked("local", _one_of(BACKENDS))   # where runners run: local processes
     num_envs: int = _checked(4, _Between(0, 100_000, above=True))   # concurrent episodes overall
     # runner processes; default: min(num_envs, CPU count)
     processes: Optional[int] = _checked(None, _Between(0, 1024, above=True))

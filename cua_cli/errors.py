@@ -1,16 +1,49 @@
-"""What can end a step or an episode, kept apart by whose fault it is.
+"""Every error cua raises on purpose, by whose fault it is.
 
-`InfraError` and its subclasses are the infrastructure's (env, model server,
-evaluator): the attempt ends as outcome "error" and the queue retries the
-pair, except for a task the env refuses outright (`TaskRefused`). `ActionRefused` is the agent's: the env understood the request and
-refused the action, so it is part of the episode. `Stopped` is the run's.
+    CuaError                  expected and explained: the CLI prints the message, exit 1
+      InputError              config, task files, arguments, run folders given: exit 2
+      EpisodeEnd              ends an episode with its own stop reason, outcome "error"
+        InfraError            a remote service failed: retried by the queue
+          EnvError              env_error
+          ModelError            model_error
+          EvalError             eval_error
+        BadTask               bad_task: a task that cannot be played, never retried
+          TaskRefused           ... because the env refused to set it up
+        EpisodeTimeout        timeout: the episode deadline
+        Stopped               interrupted: the run is stopping (Ctrl-C)
+      AgentMistake            the agent's: part of the episode, never outcome "error"
+        ParseError            an answer that does not parse
+        ActionRefused         an action the env understood and refused
+
+Anything else is a bug in cua: it keeps its traceback and is never relabelled
+as one of these.
 """
 
 
-class InfraError(Exception):
-    """A remote service (env, model server, evaluator) failed; not the agent's fault."""
+class CuaError(Exception):
+    """An error cua expects and explains."""
+
+    exit_code = 1
+
+
+class InputError(CuaError):
+    """Bad input from the user: a config, task file, argument or folder (exit 2, like usage errors)."""
+
+    exit_code = 2
+
+
+class EpisodeEnd(CuaError):
+    """Ends an episode as outcome "error" with `stop_reason`."""
 
     stop_reason = "env_error"
+
+
+class InfraError(EpisodeEnd):
+    """A remote service (env, model server, evaluator) failed: not the agent's fault."""
+
+
+class EnvError(InfraError):
+    """The env failed: connection, timeout, 429/5xx, or an answer outside its protocol."""
 
 
 class ModelError(InfraError):
@@ -19,15 +52,48 @@ class ModelError(InfraError):
     stop_reason = "model_error"
 
 
-class TaskRefused(InfraError):
-    """The env refused to set up the task (HTTP 400 to allocate): retrying cannot help."""
+class EvalError(InfraError):
+    """Scoring the ended episode failed."""
+
+    stop_reason = "eval_error"
+
+
+class BadTask(EpisodeEnd):
+    """A task that cannot be played as given: no retry would change that."""
 
     stop_reason = "bad_task"
 
 
-class ActionRefused(Exception):
-    """The env refused an action as invalid (HTTP 400): the agent's mistake."""
+class TaskRefused(BadTask):
+    """The env refused to set up the task (HTTP 400 or 422 to the allocation)."""
 
 
-class Stopped(Exception):
-    """The run is stopping (Ctrl-C): end the episode as interrupted."""
+class EpisodeTimeout(EpisodeEnd):
+    """The episode deadline passed."""
+
+    stop_reason = "timeout"
+
+
+class Stopped(EpisodeEnd):
+    """The run is stopping (Ctrl-C, or the rollout is gone): end the episode as interrupted."""
+
+    stop_reason = "interrupted"
+
+    def __init__(self, message: str = "the run was stopped"):
+        super().__init__(message)
+
+
+class AgentMistake(CuaError):
+    """The agent's own mistake: recorded on the step, and the model is asked again."""
+
+    stop_reason = "parse_error"
+
+
+class ParseError(AgentMistake, ValueError):
+    """The model's answer does not parse (a ValueError too: it is bad text)."""
+
+
+class ActionRefused(AgentMistake):
+    """The env understood the action and refused it (HTTP 400 or 422)."""
+
+    stop_reason = "action_refused"

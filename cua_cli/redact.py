@@ -13,6 +13,8 @@ import base64
 import os
 import re
 
+from .errors import InputError
+
 _URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
 _HTML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
 _SHORT_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\b": "b", "\f": "f", '"': '"', "\\": "\\", "/": "/", "'": "'"}
@@ -27,7 +29,7 @@ def read_secrets(cfg) -> dict:
         if var:
             value = os.environ.get(var)
             if not value:
-                raise KeyError(var)
+                raise InputError(f"{cfg.source}: environment variable {var} (named in the config) is not set")
             out[role] = value
     return out
 

@@ -34,8 +34,8 @@ def never_sent(exc: Exception) -> bool:
 
 
 def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_delay: float = 0.5,
-                 idempotent: bool = True):
-    """Call fn(); retry transient failures `retries` times, then raise InfraError.
+                 idempotent: bool = True, error: type[InfraError] = InfraError):
+    """Call fn(); retry transient HTTP failures `retries` times, then raise `error` (whose service failed).
 
     With idempotent=False only failures that never reached the server are retried.
     """
@@ -47,7 +47,7 @@ def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_de
         except requests.RequestException as e:
             retry = transient(e) if idempotent else never_sent(e)
             if not retry or attempt == retries:
-                raise InfraError(f"{what}: {describe(e)}") from e
+                raise error(f"{what}: {describe(e)}") from e
         # Jitter keeps many runners from retrying in lockstep.
         time.sleep(base_delay * 2 ** attempt * (0.5 + random.random()))
 

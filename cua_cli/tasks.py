@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from .config import MAX_NAME, Config, ConfigError, data_problem, read_text, show, text_problem
+from .errors import BadTask
 
 MAX_TASK_FILE_BYTES = 32 << 20   # a task list or JSONL file: 100k MiniWoB-sized tasks take ~15 MB
 MAX_EXAMPLE_BYTES = 1 << 20      # one OSWorld example file
@@ -139,7 +140,7 @@ def _osworld_task(path: Path, task_id: str, domain: str) -> Task:
     try:
         return task_from_dict({"task_id": task_id, "domain": domain, "instruction": obj["instruction"],
                                "config": obj, "evaluator": obj["evaluator"]})
-    except ValueError as e:
+    except BadTask as e:
         raise ConfigError(f"{path}: {e}") from None
 
 
@@ -154,33 +155,33 @@ def _jsonl(cfg: Config) -> list[Task]:
             raise _too_many(cfg, "tasks.jsonl")
         try:
             tasks.append(task_from_dict(_loads(line)))
-        except ValueError as e:
+        except (ValueError, BadTask) as e:  # not JSON, or not a task
             raise ConfigError(f"{path}:{n}: bad task: {e}") from None
     return tasks
 
 
 def task_from_dict(obj: dict) -> Task:
-    """A task from its JSON form (task files, queue items); raises ValueError saying what is wrong."""
+    """A task from its JSON form (task files, queue items); raises BadTask saying what is wrong."""
     if not isinstance(obj, dict):
-        raise ValueError("a task must be a JSON object")
+        raise BadTask("a task must be a JSON object")
     task_id = obj.get("task_id")
     if not isinstance(task_id, str):
-        raise ValueError("a task needs a string 'task_id'")
+        raise BadTask("a task needs a string 'task_id'")
     problem = text_problem(task_id, MAX_TASK_ID, any_char=True)  # ids are data: encoded for every path
     if problem:
-        raise ValueError(f"'task_id' {show(task_id)}: {problem}")
+        raise BadTask(f"'task_id' {show(task_id)}: {problem}")
     name = f"task {show(task_id)}"
     for key, max_len in (("domain", MAX_NAME), ("instruction", MAX_INSTRUCTION)):
         value = obj.get(key)
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"{name}: {key!r} must be a string")
+            raise BadTask(f"{name}: {key!r} must be a string")
         if value is not None and len(value) > max_len:
-            raise ValueError(f"{name}: {key!r} is longer than {max_len} characters")
+            raise BadTask(f"{name}: {key!r} is longer than {max_len} characters")
     for key in ("config", "evaluator"):
         if obj.get(key) is not None and not isinstance(obj[key], dict):
-            raise ValueError(f"{name}: {key!r} must be an object")
+            raise BadTask(f"{name}: {key!r} must be an object")
     problem = data_problem(obj, MAX_TASK_DEPTH, MAX_TASK_FILE_BYTES, any_char=True)
     if problem:
-        raise ValueError(f"{name}: {problem}")
+        raise BadTask(f"{name}: {problem}")
     return Task(task_id, obj.get("domain"), obj.get("instruction"),
                 obj.get("config") or {}, obj.get("evaluator") or {})

@@ -23,7 +23,7 @@ from tabulate import tabulate
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from cua_cli.envserver.miniwob_backend import _chrome_paths  # noqa: E402
-from cua_cli.names import encode_task_id  # noqa: E402
+from cua_cli.runfolder.names import encode_task_id  # noqa: E402
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8"
                     "ffff3f0005fe02fea7d6a4ae0000000049454e44ae426082")

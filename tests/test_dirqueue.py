@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.dirqueue import DirQueue
-from cua_cli.jsonl import read_lines
+from cua_cli.runfolder.queue import DirQueue
+from cua_cli.runfolder.jsonl import read_lines
 
 
 def make_queue(tmp_path, **kw):

@@ -16,8 +16,8 @@ import requests
 
 from conftest import CUA, wait_for
 from cua_cli.errors import InfraError
-from cua_cli.jsonl import read_lines
-from cua_cli.localenv import LocalEnvServer
+from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.rollout.localenv import LocalEnvServer
 from cua_cli.retry import with_retries
 from faultproxy import FaultProxy
 

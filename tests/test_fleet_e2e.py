@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 from conftest import CUA, ROOT, run_cua
-from cua_cli.jsonl import read_lines
-from cua_cli.localenv import LocalEnvServer
+from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.rollout.localenv import LocalEnvServer
 from faultproxy import FaultProxy, chaos
 
 

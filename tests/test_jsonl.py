@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from cua_cli import jsonl
-from cua_cli.jsonl import append_line, read_from, read_lines
+from cua_cli.runfolder import jsonl
+from cua_cli.runfolder.jsonl import append_line, read_from, read_lines
 
 SCALARS = (st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70)
            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))

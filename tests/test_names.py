@@ -3,7 +3,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.names import encode_task_id, pair_key
+from cua_cli.runfolder.names import encode_task_id, pair_key
 
 
 def test_safe_ids_are_kept():

@@ -3,10 +3,18 @@ nothing read outside the run) and the random baseline."""
 
 import json
 
-from cua_cli.models import Request
-from cua_cli.agents.uitars import parse_response
+import functools
+
+from cua_cli.agents.uitars import END_ANSWER as _END
+from cua_cli.agents.uitars import parse_response, random_answer
+from cua_cli.budget import Budget
+from cua_cli.models import AnswerFormat, Params
 from cua_cli.models.random_actions import RandomActions
-from cua_cli.models.replay import _END, Replay
+from cua_cli.models.replay import Replay
+
+# What the UI-TARS agent hands a model for a 100x100 screenshot.
+_ANSWERS = AnswerFormat(random=functools.partial(random_answer, width=100, height=100, coord_mode="qwen25vl"),
+                        end=_END)
 
 
 def _run(tmp_path, traj, steps):
@@ -21,7 +29,7 @@ def _run(tmp_path, traj, steps):
 
 
 def _ask(episode, step):
-    return episode.complete(Request([], step, 100, 100)).text
+    return episode.complete([], Params(step, Budget(10.0), _ANSWERS)).text
 
 
 def test_replays_failed_tries_before_the_steps_answer(tmp_path):
@@ -29,7 +37,7 @@ def test_replays_failed_tries_before_the_steps_answer(tmp_path):
         {"step": 0, "response": "B", "failed_tries": [{"response": "A", "error": "parse: x"}]},
         {"step": 1, "response": None, "error": "model server failed"},  # a step the model never answered
     ])
-    ep = Replay(run, "qwen25vl").episode("t", 0)
+    ep = Replay(run).session("t", 0)
     assert [_ask(ep, 0), _ask(ep, 0), _ask(ep, 0)] == ["A", "B", _END]
     assert _ask(ep, 1) == _END
 
@@ -41,11 +49,11 @@ def test_a_traj_outside_the_run_is_never_read(tmp_path):
     run = _run(tmp_path, "trajectories/t/0_0", [])
     line = json.loads((run / "episodes.jsonl").read_text())
     (run / "episodes.jsonl").write_text(json.dumps(dict(line, traj="../elsewhere")) + "\n")
-    assert _ask(Replay(run, "qwen25vl").episode("t", 0), 0) == _END
+    assert _ask(Replay(run).session("t", 0), 0) == _END
 
 
 def test_random_baseline_takes_any_task_id_and_repeats_itself():
-    first = [_ask(RandomActions(7, "qwen25vl").episode("bad\udcffid", 0), step) for step in range(5)]
-    again = [_ask(RandomActions(7, "qwen25vl").episode("bad\udcffid", 0), step) for step in range(5)]
+    first = [_ask(RandomActions(7).session("bad\udcffid", 0), step) for step in range(5)]
+    again = [_ask(RandomActions(7).session("bad\udcffid", 0), step) for step in range(5)]
     assert first == again
     assert all(parse_response(text, 100, 100).actions for text in first)

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 
 from conftest import CUA, run_cua, wait_for
-from cua_cli.jsonl import read_lines
+from cua_cli.runfolder.jsonl import read_lines
 
 TASKS = "[click-test, click-test-2, click-button]"
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from conftest import run_cua
 from cua_cli import tasks as tasks_module
 from cua_cli.config import ConfigError, load_config
+from cua_cli.errors import BadTask
 from cua_cli.tasks import Task, load_tasks, task_from_dict
 
 
@@ -119,10 +120,10 @@ def _plain(task: Task) -> None:
 
 
 @given(obj=json_values | task_like)
-def test_task_from_dict_returns_a_task_or_raises_value_error(obj):
+def test_task_from_dict_returns_a_task_or_raises_bad_task(obj):
     try:
         task = task_from_dict(obj)
-    except ValueError:
+    except BadTask:
         return
     _plain(task)
 

@@ -1,1 +1,80 @@
-"""Model-specific agents: each builds its model's prompt messages and turns the model's text into `cua_cli.actions.Action`s."""
+"""The Agent seam: a model family's prompt, history window, answer parsing and re-asking.
+
+    Agent.start(instruction, model) -> AgentEpisode      one per episode
+    AgentEpisode.ask(observation, turn, budget)          fills `turn`
+    AgentEpisode.refused(turn, error, budget)            the env refused turn.send: ask again
+
+An agent asks its model session for the next actions, re-asking while the
+answer does not parse or the env refuses it, up to its retry limit; the turn
+then says why the step ends (`stop`). It passes its grammar, and what a random
+or closing answer looks like, to the model (`models.AnswerFormat`).
+
+Agent kinds are chosen by `agent.kind` through AGENTS: a new one is one
+module plus one line there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # the config validates agent kinds against AGENTS
+    from ..budget import Budget
+    from ..envs import Observation
+    from ..models import ModelSession, Reply
+
+AGENTS = {
+    "uitars": "cua_cli.agents.uitars:UITarsAgent",
+}
+
+
+@dataclass
+class Turn:
+    """One step's dealings with the model, filled in as they happen: a step cut
+    short by an error still records what it got."""
+    prompt: list[dict] | None = None    # the messages sent (every try of a step sends the same)
+    reply: Reply | None = None          # the latest answer
+    thought: str | None = None
+    actions: list[dict] | None = None   # the latest answer's actions, structured; None: it did not parse
+    send: list = field(default_factory=list)   # what the env is to do for them
+    sent: list = field(default_factory=list)   # what the env got for them (its wire format)
+    stop: str | None = None             # why the episode ends after this step (finished, parse_error, ...)
+    error: str | None = None            # why the latest answer failed
+    failed_tries: list[dict] = field(default_factory=list)   # the earlier answers, and why each failed
+    tries: int = 0                      # answers so far
+    model_s: float = 0.0                # time spent waiting for them
+    _failure: dict | None = None
+
+    def answered(self, reply: Reply) -> None:
+        """A new answer: the one before it failed, so it moves to failed_tries."""
+        if self._failure is not None:
+            self.failed_tries.append(self._failure)
+        self.reply, self.tries, self._failure = reply, self.tries + 1, None
+        self.thought, self.actions, self.send, self.sent, self.stop, self.error = None, None, [], [], None, None
+
+    def failed(self, error: str, stop: str, **extra) -> None:
+        """The latest answer failed; the step ends with `stop` unless another answer comes."""
+        self.error, self.stop = error, stop
+        self._failure = {"response": self.reply.text, **_tokens(self.reply), "error": error, **extra}
+
+
+def _tokens(reply: Reply) -> dict:
+    """The sampled tokens of an answer, when the model reported them."""
+    return {} if reply.token_ids is None else {"token_ids": reply.token_ids, "logprobs": reply.logprobs}
+
+
+class AgentEpisode(Protocol):
+    def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None: ...
+    def refused(self, turn: Turn, error: str, budget: Budget) -> None: ...
+
+
+class Agent(Protocol):
+    def start(self, instruction: str, model: ModelSession) -> AgentEpisode: ...
+
+
+def make_agent(cfg) -> Agent:
+    """The agent named by `agent.kind`."""
+    module, _, cls = AGENTS[cfg.agent.kind].partition(":")
+    return getattr(import_module(module), cls).from_config(cfg)
+

@@ -8,13 +8,20 @@ raises nothing but ParseError.
 """
 from __future__ import annotations
 
-import base64
+import functools
 import math
+import random
 import re
+import time
 from dataclasses import dataclass
 
-from cua_cli.actions import TERMINAL, Action, Cost
-from cua_cli.code_subset import KEY_NAMES, MAX_CALLS
+from ..actions import TERMINAL, Action, Cost
+from ..budget import Budget
+from ..code_subset import KEY_NAMES, MAX_CALLS
+from ..envs import Observation
+from ..errors import ParseError
+from ..models import AnswerFormat, Image, ModelSession, Params
+from . import Turn
 
 COORD_MODES = ("qwen25vl", "qwen2vl")
 
@@ -63,10 +70,6 @@ GUIDED_REGEX = (
     rf"|scroll\(start_box={_PT}, direction='(?:up|down|left|right)'\)"
     rf"|wait\(\)|finished\(content='{_TEXT}{{0,60}}'\))"
 )
-
-
-class ParseError(ValueError):
-    pass
 
 
 @dataclass
@@ -290,34 +293,113 @@ def parse_response(text: str, width: int, height: int, coord_mode: str = "qwen25
     return Parsed(thought, actions)
 
 
-def _image(png: bytes) -> dict:
-    return {"type": "image_url",
-            "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}}
+# What the replay model answers once a recorded trajectory runs out.
+END_ANSWER = "Thought: the recorded trajectory ends here.\nAction: finished(content='end of replay')"
+_WORDS = ["hello", "yes", "submit", "cua", "42"]
+
+
+def random_answer(rng: random.Random, width: int, height: int, coord_mode: str) -> str:
+    """A well-formed answer at a random point of the screenshot (the `random` baseline)."""
+    def point() -> str:
+        x, y = to_model_coords(rng.uniform(0, width - 1), rng.uniform(0, height - 1), width, height, coord_mode)
+        return f"'({x},{y})'"
+
+    roll = rng.random()
+    if roll < 0.75:
+        action = f"click(start_box={point()})"
+    elif roll < 0.85:
+        action = f"left_double(start_box={point()})"
+    elif roll < 0.95:
+        action = f"type(content='{rng.choice(_WORDS)}')"
+    else:
+        action = "finished(content='random baseline gives up')"
+    return f"Thought: a random move.\nAction: {action}"
 
 
 class UITarsAgent:
-    def __init__(self, coord_mode="qwen25vl", history_images=5, language="English", prompt_template: str | None = None):
+    def __init__(self, coord_mode="qwen25vl", history_images=5, language="English", parse_retries=2,
+                 prompt_template: str | None = None):
         _model_size(1, 1, coord_mode)  # reject a bad mode now, not at the first step
         if history_images < 1:
             raise ValueError("history_images must be >= 1 (the current screenshot is always sent)")
         self.coord_mode = coord_mode
         self.history_images = history_images
         self.language = language
+        self.parse_retries = parse_retries
         self.prompt_template = prompt_template or PROMPT
 
-    def build_messages(self, instruction: str, history: list[tuple[bytes | None, str]], screenshot: bytes) -> list[dict]:
+    @classmethod
+    def from_config(cls, cfg) -> "UITarsAgent":
+        a = cfg.agent
+        return cls(a.coord_mode, a.history_images, a.language, a.parse_retries)
+
+    def start(self, instruction: str, model: ModelSession) -> "UITarsEpisode":
+        return UITarsEpisode(self, instruction, model)
+
+    def build_messages(self, instruction: str, history: list[tuple[Image | None, str]], screenshot: Image) -> list[dict]:
+        """The prompt: the task, every earlier answer, and the last `history_images` screenshots."""
         # str.replace, not format: templates and instructions may contain braces.
         prompt = self.prompt_template.replace("{language}", self.language).replace("{instruction}", instruction)
         messages = [{"role": "user", "content": prompt}]
         first_with_image = len(history) - (self.history_images - 1)
-        for i, (png, response) in enumerate(history):
+        for i, (image, response) in enumerate(history):
             if i >= first_with_image:
-                if png is None:
-                    raise ValueError(f"screenshot of step {i} is needed (last {self.history_images} are sent)")
-                messages.append({"role": "user", "content": [_image(png)]})
+                messages.append({"role": "user", "content": [image]})
             messages.append({"role": "assistant", "content": response})
-        messages.append({"role": "user", "content": [_image(screenshot)]})
+        messages.append({"role": "user", "content": [screenshot]})
         return messages
 
     def parse(self, text, width, height) -> Parsed:
         return parse_response(text, width, height, self.coord_mode)
+
+
+class UITarsEpisode:
+    """One episode's conversation; only the screenshots still in the window are kept."""
+
+    def __init__(self, agent: UITarsAgent, instruction: str, model: ModelSession):
+        self.agent = agent
+        self.instruction = instruction
+        self.model = model
+        self.history: list[tuple[Image | None, str]] = []   # (screenshot while in the window, answer)
+        self.current: tuple[Observation, Image, Turn] | None = None
+
+    def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
+        if self.current is not None:  # the step before went on, so its answer joins the history
+            _, image, last = self.current
+            self.history.append((image, last.reply.text))
+            for i in range(max(len(self.history) - (self.agent.history_images - 1), 0)):
+                self.history[i] = (None, self.history[i][1])
+        image = Image(observation.screenshot, observation.file)
+        self.current = (observation, image, turn)
+        turn.prompt = self.agent.build_messages(self.instruction, self.history, image)
+        self._answer(turn, budget)
+
+    def refused(self, turn: Turn, error: str, budget: Budget) -> None:
+        turn.failed(f"env refused the action: {error}", "action_refused", commands=list(turn.sent))
+        if turn.tries <= self.agent.parse_retries:
+            self._answer(turn, budget)
+
+    def _answer(self, turn: Turn, budget: Budget) -> None:
+        """Ask until an answer parses or the tries run out."""
+        w, h = self.current[0].width, self.current[0].height
+        answers = AnswerFormat(GUIDED_REGEX, functools.partial(random_answer, width=w, height=h,
+                                                               coord_mode=self.agent.coord_mode), END_ANSWER)
+        while True:
+            t = time.monotonic()
+            try:
+                reply = self.model.complete(turn.prompt, Params(len(self.history), budget, answers))
+            finally:
+                turn.model_s += time.monotonic() - t
+            turn.answered(reply)
+            try:
+                parsed = self.agent.parse(reply.text, w, h)
+            except ParseError as e:
+                turn.failed(f"parse: {e}", "parse_error")
+                if turn.tries > self.agent.parse_retries:
+                    return
+                continue
+            turn.thought, turn.actions = parsed.thought, [a.to_dict() for a in parsed.actions]
+            turn.send = [a for a in parsed.actions if a.type not in TERMINAL]
+            last = parsed.actions[-1].type
+            turn.stop = ("finished" if last == "finished" else "call_user") if last in TERMINAL else None
+            return

@@ -1,1 +1,73 @@
-"""Clients for environment protocols."""
+"""The Env seam: where episodes are played.
+
+    Env.allocate(task, budget) -> EnvSession
+    EnvSession.observe(budget) -> Observation
+    EnvSession.act(actions, budget, sent) -> StepResult
+    EnvSession.evaluate(budget) -> Evaluation
+    EnvSession.release(budget)
+
+Each env kind owns its wire format: it turns structured actions into what its
+server takes, and lists each message in `sent` before sending it, so a step
+that fails half-way still records what reached the env. Failures raise the
+error tree's EnvError / EvalError / TaskRefused, and an action the env
+refuses raises ActionRefused (the agent's mistake).
+
+Env kinds are chosen by `env.kind` through ENVS: a new one is one module plus
+one line there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # the config validates env kinds against ENVS, and tasks import the config
+    from ..budget import Budget
+    from ..tasks import Task
+
+ENVS = {
+    "cluster": "cua_cli.envs.cluster:ClusterEnv",
+}
+
+
+@dataclass
+class Observation:
+    """What the agent sees at a step: a screenshot (the bytes as the env sent them) and/or text."""
+    screenshot: bytes | None = None
+    width: int | None = None        # of the screenshot, read from its header
+    height: int | None = None
+    text: str | None = None
+    file: str | None = None         # the screenshot's file in the trajectory folder, once written
+
+
+@dataclass
+class StepResult:
+    done: bool = False              # the env ended the episode
+    reward: float | None = None     # so far, when the env tells
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    reward: float                   # the env's raw reward
+    score: float                    # in [0, 1]: what success rates average
+
+
+class EnvSession(Protocol):
+    instruction: str | None         # the env's statement of the task, when the task has none
+
+    def observe(self, budget: Budget) -> Observation: ...
+    def act(self, actions: list, budget: Budget, sent: list) -> StepResult: ...
+    def evaluate(self, budget: Budget) -> Evaluation: ...
+    def release(self, budget: Budget) -> None: ...
+
+
+class Env(Protocol):
+    def allocate(self, task: Task, budget: Budget) -> EnvSession: ...
+
+
+def make_env(cfg, url: str, secrets: dict) -> Env:
+    """The env named by `env.kind`, at `url` (the local server's when `env.url` is local)."""
+    module, _, cls = ENVS[cfg.env.kind].partition(":")
+    return getattr(import_module(module), cls).from_config(cfg, url, secrets)

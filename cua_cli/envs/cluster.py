@@ -1,19 +1,26 @@
-"""Client of the env-cluster protocol (DART's env service, and `cua env-server`).
+"""The env-cluster protocol (DART's env service, and `cua env-server`): an Env kind.
 
-One EnvCluster is shared by a process's runner threads; each episode gets
-its own EnvSession. Requests go through a per-thread HTTP session so
-connections are kept alive.
+One ClusterEnv is shared by a process's runner threads; each episode gets its
+own ClusterSession. Actions travel as pyautogui code that cua generates from
+the structured actions (`actions.to_command`), never model text. Requests go
+through a per-thread HTTP session so connections are kept alive.
 """
 
+import io
 import math
 import threading
 import time
 from dataclasses import dataclass
 
 import requests
+from PIL import Image
 
-from ..errors import ActionRefused, InfraError, Stopped, TaskRefused
+from ..actions import to_command
+from ..budget import Budget
+from ..errors import ActionRefused, EnvError, EvalError, InfraError, Stopped, TaskRefused
 from ..retry import describe, with_retries
+from ..tasks import Task
+from . import Evaluation, Observation, StepResult
 
 # How an env says "I understood the request and it is invalid" (an action, a task's config).
 REFUSED = (400, 422)
@@ -29,11 +36,16 @@ class EnvSettings:
     allocate_wait_s: float = 300.0
 
 
-class EnvCluster:
+class ClusterEnv:
     def __init__(self, settings: EnvSettings):
         self.s = settings
         self.base = settings.url.rstrip("/")
         self._local = threading.local()
+
+    @classmethod
+    def from_config(cls, cfg, url: str, secrets: dict) -> "ClusterEnv":
+        e = cfg.env
+        return cls(EnvSettings(url, secrets.get("env"), e.os, e.timeout_s, e.retries, e.allocate_wait_s))
 
     def _http(self) -> requests.Session:
         if not hasattr(self._local, "http"):
@@ -48,76 +60,91 @@ class EnvCluster:
         r.raise_for_status()
         return r
 
-    def allocate(self, task_id: str, config: dict, should_stop, timeout: float) -> "EnvSession":
+    def allocate(self, task: Task, budget: Budget) -> "ClusterSession":
         """Lock an env for the task, waiting while the cluster is full (HTTP 503)."""
         deadline = time.monotonic() + self.s.allocate_wait_s
-        body = {"task_id": task_id, "os": self.s.os, "config": config}
+        body = {"task_id": task.task_id, "os": self.s.os, "config": task.config}
         delay = 0.5
         while True:
             try:
-                data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, timeout)),
-                                    self.s.retries, "allocate env", should_stop)
+                data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, budget.timeout())),
+                                    self.s.retries, "allocate env", budget.should_stop, error=EnvError)
                 if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
-                    raise InfraError("allocate env: the answer's data has no server_id")
-                return EnvSession(self, str(data["server_id"]), data)
-            except InfraError as e:
+                    raise EnvError("allocate env: the answer's data has no server_id")
+                return ClusterSession(self, str(data["server_id"]), data, task)
+            except EnvError as e:
                 status = _status(e)
                 if status in REFUSED:  # the task's config is wrong for this env: no retry will change that
                     raise TaskRefused(f"allocate env: {describe(e.__cause__)}") from None
                 if status != 503 or time.monotonic() > deadline:
                     raise
-            if should_stop():
+            if budget.should_stop():
                 raise Stopped()
             time.sleep(delay)
             delay = min(delay * 1.5, 5.0)
 
 
-class EnvSession:
-    """One allocated env: screenshot, act, evaluate, release."""
+class ClusterSession:
+    """One allocated env: observe, act, evaluate, release."""
 
-    def __init__(self, cluster: EnvCluster, server_id: str, data: dict):
+    def __init__(self, cluster: ClusterEnv, server_id: str, data: dict, task: Task):
         self.c = cluster
         self.server_id = server_id
-        self.data = data
+        self.task = task
         instruction = data.get("instruction")
         self.instruction = instruction if isinstance(instruction, str) else None
 
-    def _call(self, what: str, path: str, body, timeout: float, should_stop, idempotent=True) -> requests.Response:
-        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, timeout),
-                            self.c.s.retries, what, should_stop, idempotent=idempotent)
+    def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> requests.Response:
+        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget.timeout()),
+                            self.c.s.retries, what, budget.should_stop, idempotent=idempotent, error=error)
 
-    def screenshot(self, timeout: float, should_stop) -> bytes:
-        r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, timeout, should_stop)
+    def observe(self, budget: Budget) -> Observation:
+        r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, budget)
         if not r.content.startswith(b"\x89PNG"):
-            raise InfraError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
-        return r.content
+            raise EnvError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
+        width, height = _image_size(r.content)
+        return Observation(r.content, width, height)
 
-    def execute(self, command: str, timeout: float, should_stop):
-        """Run one action; ActionRefused when the env rejects it as invalid.
+    def act(self, actions: list, budget: Budget, sent: list) -> StepResult:
+        """Run the actions, one request each; ActionRefused when the env rejects one as invalid.
 
-        Retried only when the request never reached the env: repeating a
-        click that may have landed would change the episode.
+        Each is retried only when the request never reached the env: repeating
+        a click that may have landed would change the episode.
         """
-        try:
-            r = self._call("execute", "/server/execute", {"action": command}, timeout, should_stop, idempotent=False)
-        except InfraError as e:
-            if _status(e) in REFUSED:
-                raise ActionRefused(describe(e.__cause__)) from None
-            raise
-        return _data(r)
+        done = False
+        for action in actions:
+            sent.append(to_command(action))
+            try:
+                r = self._call("execute", "/server/execute", {"action": sent[-1]}, budget, idempotent=False)
+            except EnvError as e:
+                if _status(e) in REFUSED:
+                    raise ActionRefused(describe(e.__cause__)) from None
+                raise
+            data = _data(r)
+            done = done or bool(isinstance(data, dict) and data.get("done"))
+        return StepResult(done=done)
 
-    def evaluate(self, evaluator: dict, timeout: float, should_stop) -> tuple[float, float]:
-        """(result, raw reward) of the ended episode; a result that is not a finite number is the env's fault."""
-        data = _data(self._call("evaluate", "/server/evaluate", evaluator, timeout, should_stop))
+    def evaluate(self, budget: Budget) -> Evaluation:
+        """The ended episode's raw reward and score; a result that is not a finite number is the env's fault."""
+        r = self._call("evaluate", "/server/evaluate", self.task.evaluator, budget, error=EvalError)
+        data = _data(r, EvalError)
         result = data.get("result") if isinstance(data, dict) else None
         reward = data.get("reward", result) if isinstance(data, dict) else None
         for name, value in (("result", result), ("reward", reward)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise InfraError(f"evaluate: {name} is not a finite number: {str(value)[:100]}")
-        return float(result), float(reward)
+                raise EvalError(f"evaluate: {name} is not a finite number: {str(value)[:100]}")
+        return Evaluation(float(reward), min(max(float(result), 0.0), 1.0))
 
-    def release(self, timeout: float) -> None:
-        self._call("release", "/server/release", {}, timeout, lambda: False)
+    def release(self, budget: Budget) -> None:
+        self._call("release", "/server/release", {}, budget)
+
+
+def _image_size(png: bytes) -> tuple[int, int]:
+    """Width and height from the image header; bytes that are no image are the env's fault."""
+    try:
+        return Image.open(io.BytesIO(png)).size
+    except Exception as e:  # PIL raises many kinds for foreign bytes, decompression bombs included
+        raise EnvError(f"screenshot: not a readable image ({type(e).__name__}: {e})") from None
 
 
 def _status(e: InfraError) -> int | None:
@@ -125,13 +152,13 @@ def _status(e: InfraError) -> int | None:
     return e.__cause__.response.status_code if isinstance(e.__cause__, requests.HTTPError) else None
 
 
-def _data(r: requests.Response):
+def _data(r: requests.Response, error: type[InfraError] = EnvError):
     """The `data` of a JSON answer. Messages quote the raw text, not a repr of
     what was parsed: a hostile answer nests deep enough to break repr."""
     try:
         payload = r.json()
     except (ValueError, RecursionError):
-        raise InfraError(f"{r.request.method} {r.url}: answer is not JSON: {r.text!r}") from None
+        raise error(f"{r.request.method} {r.url}: answer is not JSON: {r.text!r}") from None
     if not isinstance(payload, dict) or "data" not in payload:
-        raise InfraError(f"{r.request.method} {r.url}: answer has no 'data': {r.text!r}")
+        raise error(f"{r.request.method} {r.url}: answer has no 'data': {r.text!r}")
     return payload["data"]

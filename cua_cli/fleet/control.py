@@ -14,7 +14,7 @@ import psutil
 
 from ..signals import StopFlags
 from . import metrics
-from .server import gpu_holders, read_fleet
+from .server import FleetFileError, gpu_holders, read_fleet
 from .supervisor import FleetError, FleetSpec, Supervisor, stop_fleet_file
 
 
@@ -73,7 +73,7 @@ def run_detached(argv: list[str], spec: FleetSpec, log=print) -> int:
             doc = read_fleet(spec.fleet_file)
             if doc.get("supervisor_pid") == proc.pid and len(doc["servers"]) == want:
                 return proc.pid
-        except (FileNotFoundError, ValueError):
+        except FleetFileError:
             pass
         time.sleep(1.0)
     raise FleetError(f"the fleet was not ready in time; see {log_path}")

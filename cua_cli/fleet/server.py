@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import requests
 
+from ..errors import CuaError
 from ..procgroup import kill_group, live
 
 
@@ -131,20 +132,24 @@ def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids
     os.replace(tmp, path)
 
 
+class FleetFileError(CuaError):
+    """A fleet file that is missing or not one."""
+
+
 def read_fleet(path: Path) -> dict:
-    """The fleet file's contents, checked as far as readers rely on them; ValueError otherwise."""
+    """The fleet file's contents, checked as far as readers rely on them; FleetFileError otherwise."""
     try:
         doc = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no fleet file (start one with `cua start-models`)") from None
+        raise FleetFileError(f"{path}: no fleet file (start one with `cua start-models`)") from None
     except OSError as e:  # a folder, no permission
-        raise ValueError(f"{path}: cannot read the fleet file: {e.strerror}") from None
+        raise FleetFileError(f"{path}: cannot read the fleet file: {e.strerror}") from None
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested without end
-        raise ValueError(f"{path}: not a fleet file: {str(e)[:200]}") from None
+        raise FleetFileError(f"{path}: not a fleet file: {str(e)[:200]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("servers"), list):
-        raise ValueError(f"{path}: not a fleet file: no 'servers' list")
+        raise FleetFileError(f"{path}: not a fleet file: no 'servers' list")
     for i, server in enumerate(doc["servers"]):
         if not isinstance(server, dict) or not isinstance(server.get("url"), str) \
                 or not isinstance(server.get("served_model_name", ""), str):
-            raise ValueError(f"{path}: not a fleet file: servers[{i}] needs a 'url' string")
+            raise FleetFileError(f"{path}: not a fleet file: servers[{i}] needs a 'url' string")
     return doc

@@ -12,12 +12,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import CuaError
 from ..procgroup import kill_group
 from .server import Server, port_free, write_fleet
 
 
-class FleetError(RuntimeError):
-    pass
+class FleetError(CuaError):
+    """The fleet could not be started, reloaded or stopped as asked."""
 
 
 @dataclass

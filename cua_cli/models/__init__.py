@@ -1,21 +1,56 @@
-"""Model providers: anything that turns a step's prompt into response text.
+"""The Model seam: anything that answers a conversation with text.
 
-A provider has `episode(task_id, sample) -> EpisodeModel`, and an
-EpisodeModel has `complete(request) -> Reply` and `close()`. Per-episode objects let a
-provider stick to one endpoint (prefix cache) or replay one trajectory.
+    Model.session(task_id, sample) -> ModelSession     one per episode
+    ModelSession.complete(messages, params) -> Reply
+    ModelSession.close()
+
+Per-episode sessions let a provider stick to one endpoint (prefix cache) or
+replay one trajectory. A model knows nothing about any agent family: the
+agent hands it, in `params.answers`, what a model that does not think needs
+(a grammar, a random answer, a closing answer).
+
+Messages are `{"role", "content"}` with content a string or a list of parts:
+`{"type": "text", "text"}` or an `Image`. Each provider turns them into its
+own wire format.
+
+Providers are chosen by `model.provider` through PROVIDERS: a new one is one
+module plus one line there.
 """
 
 from dataclasses import dataclass, field
+from importlib import import_module
+from random import Random
+from typing import Callable, Protocol
+
+from ..budget import Budget
+
+PROVIDERS = {
+    "openai": "cua_cli.models.openai_chat:OpenAIChat",
+    "random": "cua_cli.models.random_actions:RandomActions",
+    "replay": "cua_cli.models.replay:Replay",
+}
+
+
+@dataclass(frozen=True)
+class Image:
+    """A screenshot in a prompt: its bytes, and its file in the trajectory folder."""
+    png: bytes
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """What the agent's answers look like, for models that do not think."""
+    grammar: str | None = None                        # a regex every parseable answer matches (guided decoding)
+    random: Callable[[Random], str] | None = None     # a well-formed answer drawn with `rng` (the random baseline)
+    end: str | None = None                            # an answer that ends the episode (replay, when it runs out)
 
 
 @dataclass
-class Request:
-    messages: list[dict]
+class Params:
     step: int
-    width: int
-    height: int
-    should_stop: object = field(default=lambda: False)
-    timeout: float = 120.0
+    budget: Budget
+    answers: AnswerFormat = field(default_factory=AnswerFormat)
 
 
 @dataclass
@@ -23,18 +58,37 @@ class Reply:
     text: str
     endpoint: str | None = None
     model_version: str | None = None
-    token_ids: list[int] | None = None     # with record_logprobs
-    logprobs: list[float] | None = None
+    token_ids: list[int] | None = None     # with record_logprobs: the sampled tokens
+    logprobs: list[float] | None = None    # one per sampled token
 
 
-def make_provider(cfg, secrets: dict, router=None):
-    """The provider named by `model.provider` in the config."""
-    if cfg.model.provider == "openai":
-        from .openai_chat import OpenAIChat
-        fleet = cfg.resolve_path(cfg.model.fleet) if cfg.model.fleet else None
-        return OpenAIChat(cfg.model, secrets.get("model"), router, fleet)
-    if cfg.model.provider == "random":
-        from .random_actions import RandomActions
-        return RandomActions(cfg.model.seed, cfg.agent.coord_mode)
-    from .replay import Replay
-    return Replay(cfg.resolve_path(cfg.model.replay_run), cfg.agent.coord_mode)
+class ModelSession(Protocol):
+    def complete(self, messages: list[dict], params: Params) -> Reply: ...
+    def close(self) -> None: ...
+
+
+class Model(Protocol):
+    def session(self, task_id: str, sample: int) -> ModelSession: ...
+
+
+def provider_class(name: str):
+    module, _, cls = PROVIDERS[name].partition(":")
+    return getattr(import_module(module), cls)
+
+
+def make_model(cfg, secrets: dict, shared=None) -> Model:
+    """The provider named by `model.provider`; `shared` is what its `shared_state` made for the run."""
+    return provider_class(cfg.model.provider).from_config(cfg, secrets, shared)
+
+
+def shared_state(cfg, ctx):
+    """State a provider shares across runner processes (made once per rollout), or None."""
+    make = getattr(provider_class(cfg.model.provider), "shared_state", None)
+    return make(cfg, ctx) if make else None
+
+
+def by_file(messages: list[dict]) -> list[dict]:
+    """The messages with each image as its file name: how prompts are recorded."""
+    return [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str) else
+             [{"type": "image_file", "file": p.file} if isinstance(p, Image) else p for p in m["content"]]}
+            for m in messages]

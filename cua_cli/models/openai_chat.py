@@ -7,18 +7,21 @@ fleet file, every reply carries the model version its server runs, read
 afresh whenever the file changes (a rolling reload changes it under us).
 """
 
+import base64
 import itertools
 import os
+import re
 import threading
 
 import requests
 
-from ..agents.uitars import GUIDED_REGEX
-from ..fleet.server import api_base, read_fleet
-from ..errors import InfraError, ModelError
+from ..errors import ModelError
+from ..fleet.server import FleetFileError, api_base, read_fleet
 from ..retry import with_retries
-from . import Reply, Request
+from . import Image, Params, Reply
 from .routing import Router
+
+_TOKEN = re.compile(r"token_id:[0-9]{1,12}")
 
 
 class OpenAIChat:
@@ -32,6 +35,16 @@ class OpenAIChat:
         self._rr = itertools.count()
         self._local = threading.local()
 
+    @classmethod
+    def from_config(cls, cfg, secrets: dict, router: Router | None) -> "OpenAIChat":
+        fleet = cfg.resolve_path(cfg.model.fleet) if cfg.model.fleet else None
+        return cls(cfg.model, secrets.get("model"), router, fleet)
+
+    @classmethod
+    def shared_state(cls, cfg, ctx) -> Router:
+        """Episodes in flight per endpoint, counted across every runner process."""
+        return Router(len(cfg.model.endpoints), ctx)
+
     def version(self, endpoint: str) -> str | None:
         """The model version the fleet file gives for this endpoint."""
         if not self.fleet_file:
@@ -42,7 +55,7 @@ class OpenAIChat:
                 servers = read_fleet(self.fleet_file)["servers"]
                 self._versions = (mtime, {api_base(s["url"]): s.get("model_version") or s.get("model")
                                           for s in servers})
-        except (OSError, ValueError):
+        except (OSError, FleetFileError):
             pass  # mid-rewrite or gone: keep the versions last read
         return self._versions[1].get(endpoint)
 
@@ -53,16 +66,16 @@ class OpenAIChat:
                 self._local.http.headers["Authorization"] = f"Bearer {self.api_key}"
         return self._local.http
 
-    def episode(self, task_id: str, sample: int) -> "_Episode":
-        return _Episode(self, self.router.acquire())
+    def session(self, task_id: str, sample: int) -> "_Session":
+        return _Session(self, self.router.acquire())
 
 
-class _Episode:
+class _Session:
     def __init__(self, chat: OpenAIChat, index: int):
         self.chat = chat
         self.index = index
 
-    def complete(self, req: Request) -> Reply:
+    def complete(self, messages: list[dict], params: Params) -> Reply:
         errors = []
         if self.chat.cfg.routing == "round_robin":  # the baseline sticky routing is measured against
             self.chat.router.release(self.index)
@@ -72,11 +85,11 @@ class _Episode:
             endpoint = self.chat.endpoints[self.index]
             try:
                 version = self.chat.version(endpoint)
-                reply = with_retries(lambda: self._post(endpoint, req), self.chat.cfg.retries,
-                                     f"model {endpoint}", req.should_stop)
+                reply = with_retries(lambda: self._post(endpoint, messages, params), self.chat.cfg.retries,
+                                     f"model {endpoint}", params.budget.should_stop, error=ModelError)
                 reply.endpoint, reply.model_version = endpoint, version
                 return reply
-            except InfraError as e:
+            except ModelError as e:
                 errors.append(str(e))
                 # Move this episode to another server; others avoid the failed one for a while.
                 self.chat.router.failed(self.index)
@@ -87,27 +100,57 @@ class _Episode:
     def close(self) -> None:
         self.chat.router.release(self.index)
 
-    def _post(self, endpoint: str, req: Request) -> Reply:
+    def _post(self, endpoint: str, messages: list[dict], params: Params) -> Reply:
         c = self.chat.cfg
-        body = {"model": c.name, "messages": req.messages, "temperature": c.temperature,
+        body = {"model": c.name, "messages": [_wire(m) for m in messages], "temperature": c.temperature,
                 "max_tokens": c.max_tokens}
-        if c.guided:
-            body["structured_outputs"] = {"regex": GUIDED_REGEX}
+        if c.guided and params.answers.grammar:
+            body["structured_outputs"] = {"regex": params.answers.grammar}
         if c.record_logprobs:
             body.update(logprobs=True, return_tokens_as_token_ids=True)
-        r = self.chat.http().post(f"{endpoint}/chat/completions", json=body, timeout=req.timeout)
+        r = self.chat.http().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout())
         r.raise_for_status()
-        try:
-            choice = r.json()["choices"][0]
-            content = choice["message"]["content"]
-            if content is not None and not isinstance(content, str):
-                raise TypeError("content is not text")
-            reply = Reply(content or "")
-            if c.record_logprobs:
-                # vLLM names sampled tokens "token_id:N" when asked for ids.
-                content = choice["logprobs"]["content"]
-                reply.token_ids = [int(t["token"].split(":", 1)[1]) for t in content]
-                reply.logprobs = [t["logprob"] for t in content]
-            return reply
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-            raise InfraError(f"model {endpoint}: malformed answer: {r.text!r}") from None
+        reply = _reply(r, c.record_logprobs)
+        if reply is None:
+            raise ModelError(f"model {endpoint}: malformed answer: {r.text!r}")
+        return reply
+
+
+def _wire(message: dict) -> dict:
+    """A message in the OpenAI chat format: images inline as base64 PNG data URLs."""
+    content = message["content"]
+    if isinstance(content, str):
+        return message
+    return {"role": message["role"], "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(p.png).decode()}}
+        if isinstance(p, Image) else p for p in content]}
+
+
+def _reply(r: requests.Response, with_tokens: bool) -> Reply | None:
+    """The first choice of a chat completion; None when the answer is not one."""
+    try:
+        payload = r.json()
+    except (ValueError, RecursionError):
+        return None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    content = message.get("content", False) if isinstance(message, dict) else False
+    if not (content is None or isinstance(content, str)):
+        return None
+    reply = Reply(content or "")
+    if with_tokens:
+        # vLLM names sampled tokens "token_id:N" when asked for ids.
+        logprobs = choice.get("logprobs")
+        tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
+        if not isinstance(tokens, list) or not all(_token(t) for t in tokens):
+            return None
+        reply.token_ids = [int(t["token"][len("token_id:"):]) for t in tokens]  # at most 12 digits: _TOKEN
+        reply.logprobs = [float(t["logprob"]) for t in tokens]
+    return reply
+
+
+def _token(t) -> bool:
+    """A sampled token as vLLM reports it with return_tokens_as_token_ids."""
+    return (isinstance(t, dict) and isinstance(t.get("token"), str) and _TOKEN.fullmatch(t["token"]) is not None
+            and type(t.get("logprob")) in (int, float))

@@ -15,8 +15,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..jsonl import warn
-from ..results import RunReader
+from ..errors import InputError
+from ..runfolder.jsonl import warn
+from ..runfolder.reader import RunReader
 
 
 @dataclass
@@ -37,7 +38,7 @@ class RunData:
     infeasible: set = field(default_factory=set)  # task ids whose evaluator func is "infeasible"
 
 
-class LayoutError(ValueError):
+class LayoutError(InputError):
     pass
 
 

@@ -19,9 +19,10 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from ..jsonl import scan, warn, warn_problems
-from ..names import pair_key
-from ..results import RunReader
+from ..errors import InputError
+from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.names import pair_key
+from ..runfolder.reader import RunReader
 from ..stats.compare import task_scores
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
@@ -61,7 +62,7 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class ReportError(Exception):
+class ReportError(InputError):
     """A run that cannot be reported on, or a report folder that cannot be used: bad input."""
 
 

@@ -1,16 +1,16 @@
-"""Reading a cua run folder back, also while it runs: scheduled pairs and final results.
+"""The records of a run folder, defined once (see README): `run.json`'s format
+version, the lines of `scheduled.jsonl` and `episodes.jsonl`, a trajectory's
+step line, and which attempt is a pair's final result.
 
-Every line read goes through `scheduled_record` or `episode_record`, the one
-place that decides what a valid line is; what they reject or repair is warned
-about with file and line, never raised.
+The writers build lines here; every reader (the live progress, stats, view,
+replay, the queue) checks the lines it reads here.
 """
 
 import json
 import sys
-from collections import Counter
-from pathlib import Path
 
-from .jsonl import scan, warn_problems
+# Bumped when a reader of an older cua could misread the folder.
+FORMAT_VERSION = 1
 
 OUTCOMES = ("success", "failure", "error")
 _TEXT_FIELDS = ("domain", "stop_reason", "error", "traj", "instruction")
@@ -113,43 +113,49 @@ def episode_record(obj) -> tuple[dict | None, str | None]:
     return ({**obj, **fixes} if fixes else obj), "; ".join(problems) or None
 
 
-class RunReader:
-    """Incremental reader of scheduled.jsonl and episodes.jsonl, usable on a live run."""
+def supersedes(new: dict, old: dict | None) -> bool:
+    """The final result of a pair is its line with the highest attempt (the later line on a tie)."""
+    return old is None or new["attempt"] >= old["attempt"]
 
-    def __init__(self, path):
-        self.path = Path(path)
-        self.scheduled: dict[tuple[str, int], str | None] = {}
-        self.final: dict[tuple[str, int], dict] = {}
-        self._pos = {"scheduled.jsonl": (0, 1), "episodes.jsonl": (0, 1)}  # byte offset, line number
 
-    def refresh(self, warn: bool = False) -> "RunReader":
-        for r in self._read("scheduled.jsonl", scheduled_record, warn):
-            self.scheduled[(r["task_id"], r["sample"])] = r.get("domain")
-        for r in self._read("episodes.jsonl", episode_record, warn):
-            pair = (r["task_id"], r["sample"])
-            old = self.final.get(pair)
-            if old is None or r["attempt"] >= old["attempt"]:
-                self.final[pair] = r
-        return self
+def error_line(item: dict, stop_reason: str, error: str | None = None, traj: str | None = None) -> dict:
+    """The episode line of an attempt of the queue item `item` that ended without a score."""
+    domain = item.get("domain") if isinstance(item.get("domain"), str) else None  # a bad task's may be anything
+    return {"task_id": item["task_id"], "domain": domain, "sample": item["sample"],
+            "attempt": item["attempt"], "outcome": "error", "reward": None, "score": None, "steps": 0,
+            "stop_reason": stop_reason, "duration_s": 0.0, "error": error, "traj": traj}
 
-    def _read(self, name: str, check, warn: bool) -> list[dict]:
-        """The new valid records of one file, each line checked by `check`."""
-        path = self.path / name
-        offset, line = self._pos[name]
-        rows, problems, offset, line = scan(path, offset, line)
-        self._pos[name] = (offset, line)
-        records = []
-        for n, obj in rows.items():
-            rec, problem = check(obj)
-            if problem:
-                problems.append((n, problem))
-            if rec is not None:
-                records.append(rec)
-        if warn:
-            warn_problems(path, sorted(problems))
-        return records
 
-    def summary(self) -> dict:
-        """Live counts for the progress bar (`cua stats` has the full figures)."""
-        outcomes = Counter(r["outcome"] for p, r in self.final.items() if p in self.scheduled)
-        return {"success": outcomes["success"], "failure": outcomes["failure"], "errors": outcomes["error"]}
+def attempt_line(item: dict, task, traj: str) -> dict:
+    """The episode line of an attempt of `task` as it starts: an env error until it gets further."""
+    rec = error_line(item, "env_error", traj=traj)
+    func = task.evaluator.get("func")
+    rec.update(domain=task.domain, instruction=task.instruction, evaluator_func=func if isinstance(func, str) else None)
+    return rec
+
+
+def step_line(step: int, time: float, observation) -> dict:
+    """A traj.jsonl line for a step that has its observation and nothing else yet."""
+    line = {"step": step, "time": round(time, 3), "screenshot": observation.file, "response": None,
+            "thought": None, "action": None, "commands": [], "endpoint": None, "model_version": None,
+            "parse_retries": 0, "width": observation.width, "height": observation.height,
+            "timings": {"env_s": 0.0, "model_s": 0.0, "act_s": 0.0}}
+    if observation.text is not None:
+        line["observation"] = observation.text
+    return line
+
+
+def turn_fields(turn) -> dict:
+    """What an agent's turn (agents.Turn) adds to its step's line."""
+    reply = turn.reply
+    out = {"thought": turn.thought, "action": turn.actions, "commands": turn.sent,
+           "parse_retries": max(turn.tries - 1, 0)}
+    if reply is not None:
+        out.update(response=reply.text, endpoint=reply.endpoint, model_version=reply.model_version)
+        if reply.token_ids is not None:
+            out.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
+    if turn.error is not None:
+        out["error"] = turn.error
+    if turn.failed_tries:
+        out["failed_tries"] = turn.failed_tries
+    return out

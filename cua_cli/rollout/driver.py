@@ -1,4 +1,4 @@
-"""`cua rollout`: enqueue the config's pairs, run the pool, report.
+"""`cua rollout`: enqueue the config's pairs, run the runners on their backend, report.
 
 Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 (keep serving the queue for task files other processes drop in).
@@ -7,18 +7,18 @@ Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 import time
 from dataclasses import dataclass
 
-from .config import Config, ConfigError
-from .fleet.server import api_base, read_fleet
+from ..config import Config, ConfigError
+from ..fleet.server import FleetFileError, api_base, read_fleet
+from ..models import make_model
+from ..redact import Redactor
+from ..runfolder.writer import RunDir
+from ..signals import StopFlags
+from ..stats.figures import run_figures
+from ..stats.readers import from_reader
+from ..tasks import load_tasks
+from .backends import make_backend
 from .localenv import LocalEnvServer
-from .models import make_provider
-from .pool import Pool
 from .progress import Progress
-from .redact import Redactor
-from .rundir import RunDir
-from .signals import StopFlags
-from .stats.figures import run_figures
-from .stats.readers import from_reader
-from .tasks import load_tasks
 
 
 @dataclass
@@ -34,7 +34,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     tasks = load_tasks(cfg)
     if cfg.model.fleet:
         use_fleet(cfg)
-    make_provider(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
+    make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
@@ -55,24 +55,24 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
                                run.path / "env-server.log", idle)
         env_url = local.start()
     start = time.monotonic()
-    pool = Pool(cfg, run, env_url, secrets, watch)
+    runners = make_backend(cfg, run, env_url, secrets, watch)
     progress = Progress(run.path, queue)
     stopping = 0
     try:
         with StopFlags() as flags:
-            pool.start()
-            while pool.running():
+            runners.start()
+            while runners.running():
                 time.sleep(0.25)
                 if flags.count >= 2 and stopping < 2:
                     stopping = 2
                     progress.write("second interrupt: stopping now")
-                    pool.kill()
+                    runners.kill()
                     break
                 if flags.count == 1 and stopping == 0:
                     stopping = 1
                     progress.write("interrupt: ending running episodes (Ctrl-C again to exit now)")
-                    pool.request_stop()
-                pool.supervise()
+                    runners.request_stop()
+                runners.supervise()
                 progress.update()
             progress.update()
     finally:
@@ -80,7 +80,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
         if local:
             local.stop()
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
-    return Outcome(run, summary, time.monotonic() - start, stopping > 0, pool.crashed)
+    return Outcome(run, summary, time.monotonic() - start, stopping > 0, runners.crashed)
 
 
 def use_fleet(cfg: Config) -> None:
@@ -88,7 +88,7 @@ def use_fleet(cfg: Config) -> None:
     path = cfg.resolve_path(cfg.model.fleet)
     try:
         doc = read_fleet(path)
-    except (FileNotFoundError, ValueError) as e:
+    except FleetFileError as e:
         raise ConfigError(f"{cfg.source}: model.fleet: {e}") from None
     if not doc["servers"]:
         raise ConfigError(f"{cfg.source}: model.fleet: {path} lists no healthy server")

@@ -21,10 +21,9 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
-from .episodes import error_line
 from .jsonl import append_line, read_from
 from .names import pair_key
-from .results import is_index, scheduled_record
+from .records import error_line, is_index, scheduled_record
 
 STATES = ("pending", "claimed", "done", "failed")
 HOST = socket.gethostname()

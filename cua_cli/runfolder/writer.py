@@ -8,10 +8,12 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
-from .dirqueue import DirQueue
+from .. import __version__
+from ..errors import InputError
 from .jsonl import append_line
 from .names import encode_task_id
+from .queue import DirQueue
+from .records import FORMAT_VERSION
 
 
 class RunDir:
@@ -34,7 +36,7 @@ class RunDir:
                 n += 1
                 path = base.with_name(f"{base.name}-{n}")
         run = cls(path)
-        meta = {"run_id": path.name, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        meta = {"format_version": FORMAT_VERSION, "run_id": path.name, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "config": config, "cua_version": __version__, "host": socket.gethostname(),
                 "python": platform.python_version(), "argv": sys.argv[1:]}
         run.run_json.write_text(json.dumps(meta, indent=2) + "\n")
@@ -44,7 +46,7 @@ class RunDir:
     def open(cls, path) -> "RunDir":
         run = cls(path)
         if not run.run_json.is_file():
-            raise FileNotFoundError(f"{path}: not a cua run folder (no run.json)")
+            raise InputError(f"{path}: not a cua run folder (no run.json)")
         return run
 
     def queue(self, max_attempts: int, lease_ttl: float) -> DirQueue:

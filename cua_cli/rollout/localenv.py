@@ -7,7 +7,8 @@ import subprocess
 import sys
 import time
 
-from .procgroup import kill_group
+from ..errors import CuaError
+from ..procgroup import kill_group
 
 
 class LocalEnvServer:
@@ -40,7 +41,7 @@ class LocalEnvServer:
             if self.proc.poll() is not None:
                 break
         self.stop()
-        raise RuntimeError(f"the local env server did not start (see {self.log_path}); "
+        raise CuaError(f"the local env server did not start (see {self.log_path}); "
                            f"command: {' '.join(self.args)}")
 
     def stop(self, grace: float = 10.0) -> None:

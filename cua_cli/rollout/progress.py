@@ -9,7 +9,7 @@ import time
 
 from tqdm import tqdm
 
-from .results import RunReader
+from ..runfolder.reader import RunReader
 
 
 class Progress:

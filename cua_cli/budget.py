@@ -1,0 +1,26 @@
+"""How long the next request of an episode may take, and whether to stop asking."""
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import EpisodeTimeout
+
+
+@dataclass(frozen=True)
+class Budget:
+    step_timeout: float                                   # any one request, s
+    deadline: float = math.inf                            # time.monotonic() by which the episode ends
+    should_stop: Callable[[], bool] = field(default=lambda: False)
+
+    def timeout(self) -> float:
+        """The next request's timeout: the step limit, cut short by the deadline."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise EpisodeTimeout("the episode deadline was reached")
+        return min(self.step_timeout, left)
+
+    def unhurried(self) -> "Budget":
+        """For the calls after an episode ended (evaluate, release): no Ctrl-C or deadline may lose them."""
+        return Budget(self.step_timeout)

@@ -1,0 +1,35 @@
+"""The runner-backend seam: where a rollout's runners run.
+
+    backend = make_backend(cfg, run, env_url, secrets, watch)
+    backend.start()            start the runners
+    backend.running() -> bool  some runner is alive or not yet reaped
+    backend.supervise()        reap runners that died, restart them while the run goes on
+    backend.request_stop()     first Ctrl-C: running episodes end as interrupted
+    backend.kill()             second Ctrl-C: stop at once; claims go back to the queue
+    backend.crashed            runners kept dying
+
+Backends are chosen by `runner.backend` through BACKENDS: a new one is one
+module plus one line there.
+"""
+
+from importlib import import_module
+from typing import Protocol
+
+BACKENDS = {
+    "local": "cua_cli.rollout.backends.local:LocalProcesses",
+}
+
+
+class RunnerBackend(Protocol):
+    crashed: bool
+
+    def start(self) -> None: ...
+    def running(self) -> bool: ...
+    def supervise(self) -> None: ...
+    def request_stop(self) -> None: ...
+    def kill(self) -> None: ...
+
+
+def make_backend(cfg, run, env_url: str, secrets: dict, watch: bool) -> RunnerBackend:
+    module, _, cls = BACKENDS[cfg.runner.backend].partition(":")
+    return getattr(import_module(module), cls)(cfg, run, env_url, secrets, watch)

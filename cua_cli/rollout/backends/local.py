@@ -1,0 +1,101 @@
+"""The local backend: runner processes on this host.
+
+Processes spread the CPU work (PNG handling, JSON) over the cores; each runs
+one Runner with its share of the episode slots. The main process supervises:
+it restarts a runner that died (its claims go back to the queue). Signal
+handlers only set flags; runners ignore SIGINT and stop when told, or when the
+rollout is gone.
+"""
+
+import multiprocessing as mp
+import os
+import signal
+import threading
+from dataclasses import replace
+
+from ...config import Config
+from ...models import shared_state
+from ...orphans import watch_parent
+from ...runfolder.writer import RunDir
+from ..runner import Runner, RunnerSpec
+
+
+def _process_main(spec: RunnerSpec, parent_pid: int, stop, shared) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides how to stop
+    done = threading.Event()
+    # An orphaned runner stops like on Ctrl-C; `stop` is shared, so every runner follows.
+    watch_parent(parent_pid, stop.set, done)
+    try:
+        Runner(spec, shared).run(stop)
+    finally:
+        done.set()
+
+
+class LocalProcesses:
+    """Starts, watches and stops the runner processes of one rollout."""
+
+    MAX_RESTARTS_PER_PROCESS = 3
+
+    def __init__(self, cfg: Config, run: RunDir, env_url: str, secrets: dict, watch: bool):
+        self.ctx = mp.get_context("spawn")  # no inherited threads or locks from the parent
+        self.stop = self.ctx.Event()
+        n = cfg.runner.processes or min(cfg.runner.num_envs, os.cpu_count() or 1)
+        n = min(n, cfg.runner.num_envs)
+        # Spread num_envs exactly: the first processes take one slot more.
+        self.slots = [cfg.runner.num_envs // n + (i < cfg.runner.num_envs % n) for i in range(n)]
+        spec = RunnerSpec(cfg, str(run.path), env_url, secrets, 0, watch)
+        self.specs = [replace(spec, slots=k) for k in self.slots]
+        self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+        self.shared = shared_state(cfg, self.ctx)  # e.g. endpoint loads, shared by every runner
+        self.procs: list = [None] * n
+        self.restarts = 0
+        self.crashed = False
+
+    def _spawn(self, i: int) -> None:
+        p = self.ctx.Process(target=_process_main, args=(self.specs[i], os.getpid(), self.stop, self.shared),
+                             name=f"cua-runner-{i}")
+        p.start()
+        self.procs[i] = p
+
+    def start(self) -> None:
+        for i in range(len(self.specs)):
+            self._spawn(i)
+
+    def running(self) -> bool:
+        """Some runner is alive or not yet reaped."""
+        return any(p is not None for p in self.procs)
+
+    def supervise(self) -> None:
+        """Reap runners that died; restart them while the run goes on."""
+        for i, p in enumerate(self.procs):
+            if p is None or p.is_alive():
+                continue
+            p.join()
+            self.procs[i] = None
+            if p.exitcode == 0:
+                continue
+            self.queue.reclaim(dead_pids={p.pid})
+            if self.stop.is_set():
+                continue
+            if self.restarts >= self.MAX_RESTARTS_PER_PROCESS * len(self.procs):
+                self.crashed = True
+                self.stop.set()
+                continue
+            self.restarts += 1
+            self._spawn(i)
+
+    def request_stop(self) -> None:
+        self.stop.set()
+
+    def kill(self) -> None:
+        """Second Ctrl-C: stop at once. Writes are whole-line or atomic renames, so nothing tears."""
+        self.stop.set()
+        pids = set()
+        for p in self.procs:
+            if p is not None and p.is_alive():
+                pids.add(p.pid)
+                p.kill()
+        for p in self.procs:
+            if p is not None:
+                p.join()
+        self.queue.reclaim(dead_pids=pids, count_error=False)

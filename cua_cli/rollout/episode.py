@@ -1,0 +1,139 @@
+"""The episode loop: allocate, (observe -> agent -> act)*, evaluate, release.
+
+It speaks only the Env, Agent and Model seams. Agent mistakes end a step
+inside the agent (the turn's `stop`); errors of the error tree end the
+episode with their own stop reason; anything else is a bug in cua, logged
+with its traceback and recorded as `runner_error`. Every step that got an
+observation has its traj.jsonl line, however it ended.
+"""
+
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+
+from ..agents import Agent, Turn
+from ..budget import Budget
+from ..envs import Env
+from ..errors import ActionRefused, EpisodeEnd, Stopped
+from ..models import Model, by_file
+from ..runfolder.records import attempt_line, step_line, turn_fields
+from ..runfolder.writer import RunDir, TrajWriter
+from ..tasks import Task
+
+MAX_ERROR_CHARS = 2000  # error text kept in records, cut only after secrets are masked
+
+
+@dataclass
+class Limits:
+    max_steps: int
+    step_timeout_s: float
+    episode_timeout_s: float
+
+
+@dataclass
+class Episode:
+    item: dict           # the queue item: task, sample, attempt
+    task: Task
+    run: RunDir
+    env: Env
+    model: Model
+    agent: Agent
+    limits: Limits
+    should_stop: object  # () -> bool
+    redact: object       # str -> str: masks secrets
+    record_prompt: bool = False
+
+    def run_episode(self) -> dict:
+        """Play one attempt; always returns its episode line."""
+        rel = self.run.traj_rel(self.task.task_id, self.item["sample"], self.item["attempt"])
+        rec = attempt_line(self.item, self.task, rel)
+        start = time.monotonic()
+        budget = Budget(self.limits.step_timeout_s, start + self.limits.episode_timeout_s, self.should_stop)
+        session = None
+        try:
+            session = self.env.allocate(self.task, budget)
+            rec["instruction"] = self.task.instruction or session.instruction or ""
+            rec["stop_reason"] = self._play(session, rec, TrajWriter(self.run, rel), budget)
+            # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
+            result = session.evaluate(budget.unhurried())
+            rec.update(reward=result.reward, score=result.score,
+                       outcome="success" if result.score == 1.0 else "failure")
+        except EpisodeEnd as e:
+            rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
+        except Exception as e:  # a bug in cua: keep its traceback, the record and the claim
+            sys.stderr.write(self.redact(f"cua bug in task {self.task.task_id!r}:\n{traceback.format_exc()}"))
+            rec["stop_reason"], rec["error"] = "runner_error", _last_line(e)
+        finally:
+            if session is not None:
+                try:
+                    session.release(budget.unhurried())
+                except EpisodeEnd as e:
+                    rec["release_error"] = self._masked(str(e))
+            rec["duration_s"] = round(time.monotonic() - start, 3)
+            if rec["error"]:
+                rec["error"] = self._masked(rec["error"])
+        return rec
+
+    def _play(self, session, rec: dict, traj: TrajWriter, budget: Budget) -> str:
+        """Steps until the agent stops or a limit hits; returns the stop reason."""
+        model = self.model.session(self.task.task_id, self.item["sample"])
+        try:
+            agent = self.agent.start(rec["instruction"], model)
+            for step in range(self.limits.max_steps):
+                if budget.should_stop():
+                    raise Stopped()
+                stop = self._step(step, session, agent, traj, budget, rec)
+                if stop:
+                    return stop
+            return "max_steps"
+        finally:
+            model.close()
+
+    def _step(self, step: int, session, agent, traj: TrajWriter, budget: Budget, rec: dict) -> str | None:
+        """Observe, ask, act (asking again while the env refuses); the stop reason, or None to go on."""
+        t0, wall = time.monotonic(), time.time()
+        obs = session.observe(budget)
+        if obs.screenshot is not None:
+            obs.file = traj.screenshot(step, obs.screenshot)
+        line = step_line(step, wall, obs)
+        timings = line["timings"]
+        timings["env_s"] = time.monotonic() - t0
+        rec["steps"] = step + 1
+        turn, error = Turn(), None
+        try:
+            agent.ask(obs, turn, budget)
+            while turn.error is None and turn.send:
+                t = time.monotonic()
+                try:
+                    result = session.act(turn.send, budget, turn.sent)
+                except ActionRefused as e:
+                    refusal = self._masked(str(e))
+                else:
+                    return turn.stop or ("env_done" if result.done else None)
+                finally:
+                    timings["act_s"] += time.monotonic() - t
+                agent.refused(turn, refusal, budget)
+            return turn.stop
+        except BaseException as e:
+            error = self._masked(str(e) if isinstance(e, EpisodeEnd) else _last_line(e))
+            raise
+        finally:
+            # Written however the step ended: a trainer sees every answer the model gave.
+            line.update(turn_fields(turn))
+            if error is not None:  # what ended the step, not the answer it was re-asking after
+                line["error"] = error
+            timings["model_s"] = turn.model_s
+            timings.update((k, round(v, 4)) for k, v in timings.items())
+            if self.record_prompt and turn.prompt is not None:
+                line["prompt"] = by_file(turn.prompt)
+            traj.step(line)
+
+    def _masked(self, text: str) -> str:
+        """Masked first, then cut: a cut must never leave part of a secret behind."""
+        text = self.redact(text)
+        return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " [...]"
+
+
+def _last_line(e: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(e), e)).strip()

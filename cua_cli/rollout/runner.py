@@ -1,0 +1,89 @@
+"""One runner: episode slots (threads) sharing one queue, wherever the backend runs it.
+
+Episodes spend their time waiting on HTTP, so threads carry the concurrency;
+a backend runs several runners to spread the CPU work. A slot claims a pair,
+plays it and files the result; a claim never outlives its slot's attempt.
+"""
+
+import threading
+import time
+from dataclasses import dataclass
+
+from ..agents import make_agent
+from ..config import Config
+from ..envs import make_env
+from ..errors import BadTask
+from ..models import make_model
+from ..redact import Redactor
+from ..runfolder.records import error_line
+from ..runfolder.writer import RunDir
+from ..tasks import task_from_dict
+from .episode import Episode, Limits
+
+
+@dataclass
+class RunnerSpec:
+    cfg: Config
+    run_path: str
+    env_url: str
+    secrets: dict
+    slots: int          # concurrent episodes
+    watch: bool         # keep polling the queue once it is empty
+
+
+class Runner:
+    def __init__(self, spec: RunnerSpec, shared=None):
+        cfg = self.cfg = spec.cfg
+        self.spec = spec
+        self.folder = RunDir.open(spec.run_path)
+        self.queue = self.folder.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+        self.env = make_env(cfg, spec.env_url, spec.secrets)
+        self.model = make_model(cfg, spec.secrets, shared)
+        self.agent = make_agent(cfg)
+        self.limits = Limits(cfg.runner.max_steps, cfg.runner.step_timeout_s, cfg.runner.episode_timeout_s)
+        self.redact = Redactor(spec.secrets.values()).text
+        self._last_reclaim = 0.0
+        self._reclaim_lock = threading.Lock()
+
+    def run(self, stop) -> None:
+        """Play pairs until the queue is done (or `stop` is set); `stop` is an Event."""
+        finished = threading.Event()
+
+        def heartbeat():
+            while not finished.wait(self.cfg.runner.lease_ttl_s / 4):
+                self.queue.heartbeat()
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        slots = [threading.Thread(target=self._slot, args=(stop,)) for _ in range(self.spec.slots)]
+        for t in slots:
+            t.start()
+        for t in slots:
+            t.join()
+        finished.set()
+
+    def _slot(self, stop) -> None:
+        while not stop.is_set():
+            item = self.queue.claim()
+            if item is None:
+                if not self.spec.watch and self.queue.idle():
+                    return
+                self._maybe_reclaim()
+                stop.wait(self.cfg.runner.poll_s)
+                continue
+            try:
+                task = task_from_dict(item)
+            except BadTask as e:  # a malformed task file: fail it, never leave it claimed
+                self.queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
+                continue
+            rec = Episode(item, task, self.folder, self.env, self.model, self.agent, self.limits, stop.is_set,
+                          self.redact, self.cfg.model.record_prompt).run_episode()
+            self.queue.finish(item, rec, retry=rec["outcome"] == "error",
+                              count_error=rec["stop_reason"] != "interrupted",
+                              give_up=rec["stop_reason"] == "bad_task")
+
+    def _maybe_reclaim(self) -> None:
+        with self._reclaim_lock:  # one scan per runner every few seconds is plenty
+            if time.monotonic() - self._last_reclaim < min(2.0, self.cfg.runner.lease_ttl_s / 4):
+                return
+            self._last_reclaim = time.monotonic()
+        self.queue.reclaim()
