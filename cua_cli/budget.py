@@ -14,12 +14,12 @@ class Budget:
     deadline: float = math.inf                            # time.monotonic() by which the episode ends
     should_stop: Callable[[], bool] = field(default=lambda: False)
 
-    def timeout(self) -> float:
-        """The next request's timeout: the step limit, cut short by the deadline."""
+    def timeout(self, limit: float = math.inf) -> float:
+        """The next request's timeout: the service's own `limit` and the step limit, cut short by the deadline."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise EpisodeTimeout("the episode deadline was reached")
-        return min(self.step_timeout, left)
+        return min(limit, self.step_timeout, left)
 
     def unhurried(self) -> "Budget":
         """For the calls after an episode ended (evaluate, release): no Ctrl-C or deadline may lose them."""

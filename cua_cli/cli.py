@@ -320,7 +320,10 @@ def compare(run_a, run_b, fmt, out, tasks_file):
         domains = {**b.domains, **a.domains}
         differing = {side: [{"task_id": t, "domain": domains.get(t)} for t in result[side]]
                      for side in ("better_a", "better_b")}
-        Path(out).write_text(json.dumps(differing, indent=2) + "\n")
+        try:
+            Path(out).write_text(json.dumps(differing, indent=2) + "\n")
+        except OSError as e:
+            raise CuaError(f"{out}: cannot write: {e.strerror}") from None
 
 
 @main.command()

@@ -336,7 +336,8 @@ class UITarsAgent:
     def start(self, instruction: str, model: ModelSession) -> "UITarsEpisode":
         return UITarsEpisode(self, instruction, model)
 
-    def build_messages(self, instruction: str, history: list[tuple[Image | None, str]], screenshot: Image) -> list[dict]:
+    def build_messages(self, instruction: str, history: list[tuple[Image | None, str]],
+                       screenshot: Image) -> list[dict]:
         """The prompt: the task, every earlier answer, and the last `history_images` screenshots."""
         # str.replace, not format: templates and instructions may contain braces.
         prompt = self.prompt_template.replace("{language}", self.language).replace("{instruction}", instruction)
@@ -367,8 +368,9 @@ class UITarsEpisode:
         if self.current is not None:  # the step before went on, so its answer joins the history
             _, image, last = self.current
             self.history.append((image, last.reply.text))
-            for i in range(max(len(self.history) - (self.agent.history_images - 1), 0)):
-                self.history[i] = (None, self.history[i][1])
+            gone = len(self.history) - self.agent.history_images  # the screenshot that just left the window
+            if gone >= 0:
+                self.history[gone] = (None, self.history[gone][1])
         image = Image(observation.screenshot, observation.file)
         self.current = (observation, image, turn)
         turn.prompt = self.agent.build_messages(self.instruction, self.history, image)

@@ -55,8 +55,8 @@ class ClusterEnv:
             self._local.http = http
         return self._local.http
 
-    def _post(self, path: str, body, timeout: float) -> requests.Response:
-        r = self._http().post(f"{self.base}{path}", json=body, timeout=timeout)
+    def _post(self, path: str, body, budget: Budget) -> requests.Response:
+        r = self._http().post(f"{self.base}{path}", json=body, timeout=budget.timeout(self.s.timeout_s))
         r.raise_for_status()
         return r
 
@@ -67,7 +67,7 @@ class ClusterEnv:
         delay = 0.5
         while True:
             try:
-                data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, budget.timeout())),
+                data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, budget)),
                                     self.s.retries, "allocate env", budget.should_stop, error=EnvError)
                 if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
                     raise EnvError("allocate env: the answer's data has no server_id")
@@ -95,7 +95,7 @@ class ClusterSession:
         self.instruction = instruction if isinstance(instruction, str) else None
 
     def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> requests.Response:
-        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget.timeout()),
+        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget),
                             self.c.s.retries, what, budget.should_stop, idempotent=idempotent, error=error)
 
     def observe(self, budget: Budget) -> Observation:

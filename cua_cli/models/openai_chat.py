@@ -108,7 +108,7 @@ class _Session:
             body["structured_outputs"] = {"regex": params.answers.grammar}
         if c.record_logprobs:
             body.update(logprobs=True, return_tokens_as_token_ids=True)
-        r = self.chat.http().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout())
+        r = self.chat.http().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout(c.timeout_s))
         r.raise_for_status()
         reply = _reply(r, c.record_logprobs)
         if reply is None:

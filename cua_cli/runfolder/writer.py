@@ -36,9 +36,10 @@ class RunDir:
                 n += 1
                 path = base.with_name(f"{base.name}-{n}")
         run = cls(path)
-        meta = {"format_version": FORMAT_VERSION, "run_id": path.name, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "config": config, "cua_version": __version__, "host": socket.gethostname(),
-                "python": platform.python_version(), "argv": sys.argv[1:]}
+        meta = {"format_version": FORMAT_VERSION, "run_id": path.name,
+                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "config": config,
+                "cua_version": __version__, "host": socket.gethostname(), "python": platform.python_version(),
+                "argv": sys.argv[1:]}
         run.run_json.write_text(json.dumps(meta, indent=2) + "\n")
         return run
 

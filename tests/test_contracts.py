@@ -1,0 +1,365 @@
+"""Contract suites for the three seams: every Env kind, Agent kind and Model
+provider must pass them, against real parts (the built-in MiniWoB++ env
+server, real vLLM on the CPU).
+
+A new implementation joins by adding one line to ENV_CASES, AGENT_CASES or
+MODEL_CASES, naming a factory that builds it; the registry checks below fail
+until it does.
+"""
+
+import io
+import json
+import math
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import pytest
+from PIL import Image as PILImage
+
+from cua_cli.actions import Action
+from cua_cli.agents import AGENTS, Turn, make_agent
+from cua_cli.agents.uitars import parse_response
+from cua_cli.budget import Budget
+from cua_cli.config import Config, load_config
+from cua_cli.envs import ENVS, Evaluation, Observation, StepResult, make_env
+from cua_cli.errors import BadTask, EnvError, EpisodeTimeout, ModelError, Stopped
+from cua_cli.models import PROVIDERS, AnswerFormat, Image, Params, Reply, make_model
+from cua_cli.rollout.localenv import LocalEnvServer
+from cua_cli.tasks import Task
+
+from conftest import ROOT, run_cua
+
+
+def _config(tmp_path, text: str):
+    path = tmp_path / f"contract-{time.monotonic_ns()}.yaml"
+    path.write_text(text)
+    return load_config(str(path))
+
+
+def _png(width=160, height=210) -> bytes:
+    out = io.BytesIO()
+    PILImage.new("RGB", (width, height), "white").save(out, "PNG")
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------- Env
+
+@dataclass
+class EnvCase:
+    env: object          # built through make_env
+    task: Task           # a task the env can play
+    bad_task: Task       # a task the env cannot set up
+    harmless: list       # actions that change nothing much (e.g. wait)
+    unreachable: object  # the same kind of env pointed at nothing
+
+
+@pytest.fixture(scope="module")
+def env_server(tmp_path_factory):
+    """The built-in MiniWoB++ env server: the real thing the cluster env speaks to."""
+    log = tmp_path_factory.mktemp("contract-env") / "env-server.log"
+    server = LocalEnvServer(2, 0, None, log)
+    url = server.start()
+    yield url
+    server.stop()
+
+
+def cluster_case(request, tmp_path) -> EnvCase:
+    url = request.getfixturevalue("env_server")
+    cfg = _config(tmp_path, "env: {kind: cluster, retries: 0, allocate_wait_s: 0}\n")
+    return EnvCase(make_env(cfg, url, {}),
+                   Task("click-test@0", "miniwob", None, {"miniwob": "click-test", "seed": 0}),
+                   Task("nope@0", "miniwob", None, {"miniwob": "no-such-task", "seed": 0}),
+                   [Action("wait")], make_env(cfg, "http://127.0.0.1:9", {}))
+
+
+ENV_CASES = {"cluster": cluster_case}
+
+
+def test_every_env_kind_has_a_contract_case():
+    assert set(ENV_CASES) == set(ENVS)
+
+
+@pytest.fixture(params=sorted(ENV_CASES))
+def env_case(request, tmp_path) -> EnvCase:
+    return ENV_CASES[request.param](request, tmp_path)
+
+
+def test_env_plays_an_episode(env_case):
+    budget = Budget(60.0, time.monotonic() + 120)
+    session = env_case.env.allocate(env_case.task, budget)
+    try:
+        assert session.instruction is None or isinstance(session.instruction, str)
+        obs = session.observe(budget)
+        assert isinstance(obs, Observation) and (obs.screenshot is not None or obs.text is not None)
+        if obs.screenshot is not None:  # the size is the image's own
+            assert PILImage.open(io.BytesIO(obs.screenshot)).size == (obs.width, obs.height)
+        if obs.text is not None:
+            assert isinstance(obs.text, str)
+        sent = []
+        result = session.act(env_case.harmless, budget, sent)
+        assert isinstance(result, StepResult) and isinstance(result.done, bool)
+        assert len(sent) == len(env_case.harmless)  # what reached the env, one message per action
+        assert session.observe(budget).width == obs.width
+        ev = session.evaluate(budget.unhurried())
+        assert isinstance(ev, Evaluation) and math.isfinite(ev.reward) and 0.0 <= ev.score <= 1.0
+    finally:
+        session.release(budget.unhurried())
+    with pytest.raises(EnvError):  # a released env is gone: the env's answer, not a crash
+        session.observe(budget)
+
+
+def test_env_refuses_a_task_it_cannot_set_up_as_a_bad_task(env_case):
+    with pytest.raises(BadTask):
+        env_case.env.allocate(env_case.bad_task, Budget(60.0))
+
+
+def test_env_calls_stop_when_the_run_stops_or_the_deadline_passes(env_case):
+    with pytest.raises(Stopped):
+        env_case.env.allocate(env_case.task, Budget(60.0, should_stop=lambda: True))
+    with pytest.raises(EpisodeTimeout):
+        env_case.env.allocate(env_case.task, Budget(60.0, deadline=time.monotonic() - 1))
+
+
+def test_an_unreachable_env_is_an_env_error(env_case):
+    with pytest.raises(EnvError):
+        env_case.unreachable.allocate(env_case.task, Budget(5.0))
+
+
+# ---------------------------------------------------------------- Agent
+
+@dataclass
+class AgentCase:
+    agent: object        # built through make_agent
+    retries: int         # its re-ask limit
+    observation: Observation
+    good: str            # an answer it acts on
+    bad: str             # an answer it cannot parse
+
+
+def uitars_case(tmp_path) -> AgentCase:
+    cfg = _config(tmp_path, "agent: {kind: uitars, parse_retries: 2, history_images: 2}\n")
+    return AgentCase(make_agent(cfg), 2, Observation(_png(), 160, 210, file="step_0000.png"),
+                     "Thought: the button.\nAction: click(start_box='(10,20)')", "I would rather not.")
+
+
+AGENT_CASES = {"uitars": uitars_case}
+
+
+def test_every_agent_kind_has_a_contract_case():
+    assert set(AGENT_CASES) == set(AGENTS)
+
+
+@pytest.fixture(params=sorted(AGENT_CASES))
+def agent_case(request, tmp_path) -> AgentCase:
+    return AGENT_CASES[request.param](tmp_path)
+
+
+class Script:
+    """A model session that gives the answers it was handed, and remembers what it was asked."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.asked: list[tuple[list, Params]] = []
+
+    def complete(self, messages, params):
+        self.asked.append((messages, params))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return Reply(answer, "script")
+
+    def close(self):
+        pass
+
+
+def _ask(case: AgentCase, *answers, refusals: int = 0):
+    model = Script(*answers)
+    episode = case.agent.start("Click the button.", model)
+    turn = Turn()
+    episode.ask(case.observation, turn, Budget(60.0))
+    for _ in range(refusals):
+        episode.refused(turn, "HTTP 400: no such element", Budget(60.0))
+    return turn, model
+
+
+def _parts(message):
+    return [message["content"]] if isinstance(message["content"], str) else message["content"]
+
+
+def test_agent_acts_on_a_good_answer(agent_case):
+    turn, model = _ask(agent_case, agent_case.good)
+    assert turn.error is None and turn.tries == 1 and not turn.failed_tries
+    assert turn.actions and all(isinstance(a, dict) for a in turn.actions)
+    assert turn.reply.text == agent_case.good and turn.model_s >= 0
+    ((messages, params),) = model.asked
+    assert messages == turn.prompt and params.step == 0 and isinstance(params.answers, AnswerFormat)
+    for m in messages:
+        assert m["role"] in ("system", "user", "assistant")
+        assert all(isinstance(p, (str, Image)) or p.get("type") == "text" for p in _parts(m))
+    # The current observation is in the last message.
+    obs, last = agent_case.observation, _parts(messages[-1])
+    assert any(isinstance(p, Image) and p.png == obs.screenshot and p.file == obs.file for p in last) \
+        or any(obs.text and obs.text in str(p) for p in last)
+
+
+def test_agent_asks_again_after_a_bad_answer_up_to_its_limit(agent_case):
+    n = agent_case.retries + 1
+    turn, model = _ask(agent_case, *[agent_case.bad] * n)
+    assert len(model.asked) == n and turn.tries == n
+    assert turn.stop == "parse_error" and turn.error and turn.actions is None
+    assert [t["response"] for t in turn.failed_tries] == [agent_case.bad] * (n - 1)
+    assert all(t["error"] for t in turn.failed_tries)
+
+    turn, model = _ask(agent_case, agent_case.bad, agent_case.good)
+    assert turn.error is None and turn.tries == 2 and turn.actions
+    assert [t["response"] for t in turn.failed_tries] == [agent_case.bad]
+
+
+def test_agent_asks_again_when_the_env_refuses_its_action(agent_case):
+    turn, model = _ask(agent_case, agent_case.good, agent_case.good, refusals=1)
+    assert turn.error is None and turn.tries == 2 and turn.actions
+    assert "no such element" in turn.failed_tries[0]["error"] and "commands" in turn.failed_tries[0]
+
+    n = agent_case.retries + 1
+    turn, model = _ask(agent_case, *[agent_case.good] * n, refusals=n)
+    assert turn.stop == "action_refused" and "no such element" in turn.error and turn.tries == n
+
+
+def test_agent_lets_model_errors_through(agent_case):
+    with pytest.raises(ModelError):
+        _ask(agent_case, ModelError("model http://x: HTTP 503"))
+
+
+def test_agent_keeps_the_conversation(agent_case):
+    model = Script(agent_case.good, agent_case.good, agent_case.good)
+    episode = agent_case.agent.start("Click the button.", model)
+    for step in range(3):
+        episode.ask(agent_case.observation, Turn(), Budget(60.0))
+    (first, _), _, (third, params) = model.asked
+    assert params.step == 2
+    assert json.dumps([m for m in third if isinstance(m["content"], str)]).count(
+        json.dumps(agent_case.good)[1:-1]) == 2  # both earlier answers went on, so both are in the prompt
+
+
+def test_agents_answer_format_gives_answers_it_acts_on(agent_case):
+    turn, model = _ask(agent_case, agent_case.good)
+    answers = model.asked[0][1].answers
+    if answers.random is not None:  # the random baseline draws answers the agent always acts on
+        drawn = [answers.random(random.Random(i)) for i in range(50)]
+        for text in drawn:
+            turn, _ = _ask(agent_case, text)
+            assert turn.error is None, text
+    if answers.end is not None:  # replay's closing answer ends the episode
+        turn, _ = _ask(agent_case, answers.end)
+        assert turn.error is None and turn.stop
+
+
+# ---------------------------------------------------------------- Model
+
+@pytest.fixture(scope="module")
+def vllm_endpoint(tmp_path_factory):
+    """One real vLLM server on the CPU, serving a tiny random Qwen2-VL."""
+    work = tmp_path_factory.mktemp("contract-vllm")
+    model = work / "tiny-vlm"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
+                   capture_output=True)
+    fleet = work / "fleet.json"
+    r = run_cua("start-models", "--cpu", "1", "--model", str(model), "--config", str(ROOT / "configs/fleet-cpu.yaml"),
+                "--fleet", str(fleet), "--base-port", "8450", "--detach", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    yield fleet
+    run_cua("stop-models", "--fleet", str(fleet))
+
+
+def openai_case(request, tmp_path):
+    fleet = request.getfixturevalue("vllm_endpoint")
+    served = json.loads(fleet.read_text())["servers"][0]
+    cfg = _config(tmp_path, f"""
+model: {{provider: openai, endpoints: ["{served['url']}/v1"], name: {served['served_model_name']},
+        guided: true, record_logprobs: true, max_tokens: 96, retries: 0}}
+""")
+    dead = _config(tmp_path, "model: {provider: openai, endpoints: ['http://127.0.0.1:9/v1'], retries: 0}\n")
+    return make_model(cfg, {}), make_model(dead, {})
+
+
+def random_case(request, tmp_path):
+    return make_model(_config(tmp_path, "model: {provider: random, seed: 5}\n"), {}), None
+
+
+def replay_case(request, tmp_path):
+    run = tmp_path / "recorded"
+    (run / "trajectories/t/0_0").mkdir(parents=True)
+    line = {"task_id": "t", "domain": None, "sample": 0, "attempt": 0, "outcome": "failure", "reward": 0.0,
+            "score": 0.0, "steps": 1, "stop_reason": "max_steps", "duration_s": 1.0, "error": None,
+            "traj": "trajectories/t/0_0"}
+    (run / "episodes.jsonl").write_text(json.dumps(line) + "\n")
+    step = {"step": 0, "response": "Thought: go.\nAction: click(start_box='(5,5)')"}
+    (run / "trajectories/t/0_0/traj.jsonl").write_text(json.dumps(step) + "\n")
+    return make_model(_config(tmp_path, f"model: {{provider: replay, replay_run: {json.dumps(str(run))}}}\n"), {}), None
+
+
+MODEL_CASES = {"openai": openai_case, "random": random_case, "replay": replay_case}
+
+
+def test_every_provider_has_a_contract_case():
+    assert set(MODEL_CASES) == set(PROVIDERS)
+
+
+@pytest.fixture(params=sorted(MODEL_CASES))
+def model_case(request, tmp_path):
+    return MODEL_CASES[request.param](request, tmp_path)
+
+
+def _uitars_request(step: int) -> tuple[list, Params]:
+    """A UI-TARS step's request, as the agent makes it."""
+    agent = make_agent(Config())
+    model = Script("Thought: x\nAction: wait()")
+    agent.start("Click the button.", model).ask(Observation(_png(), 160, 210, file="s.png"), Turn(), Budget(60.0))
+    messages, params = model.asked[0]
+    params.step = step
+    return messages, params
+
+
+def test_model_answers_what_the_agent_asked_for(model_case):
+    model, _ = model_case
+    session = model.session("t", 0)
+    try:
+        for step in range(2):  # the recorded step, then past the end of a recording
+            messages, params = _uitars_request(step)
+            reply = session.complete(messages, params)
+            assert isinstance(reply, Reply) and isinstance(reply.text, str)
+            assert reply.endpoint is None or isinstance(reply.endpoint, str)
+            assert parse_response(reply.text, 160, 210).actions  # the grammar, the format or the recording held
+            if reply.token_ids is not None:  # the trainer's view: one logprob per sampled token
+                assert len(reply.token_ids) == len(reply.logprobs) > 0
+                assert all(isinstance(t, int) for t in reply.token_ids) and all(lp <= 0 for lp in reply.logprobs)
+    finally:
+        session.close()
+
+
+def test_model_stops_asking_when_the_run_stops(model_case):
+    model, _ = model_case
+    messages, params = _uitars_request(0)
+    params.budget = Budget(60.0, deadline=time.monotonic() - 1, should_stop=lambda: True)
+    session = model.session("t", 0)
+    try:
+        reply = session.complete(messages, params)  # a model that asks nobody may answer at once
+        assert isinstance(reply.text, str)
+    except (Stopped, EpisodeTimeout):
+        pass
+    finally:
+        session.close()
+
+
+def test_an_unreachable_model_server_is_a_model_error(model_case):
+    _, dead = model_case
+    if dead is None:
+        pytest.skip("this provider asks no server")
+    messages, params = _uitars_request(0)
+    session = dead.session("t", 0)
+    with pytest.raises(ModelError):
+        session.complete(messages, params)
+    session.close()
