@@ -35,6 +35,19 @@ def wait_for(cond, timeout: float = 120, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def start_tiny_fleet(work: Path, servers: int, base_port: int) -> Path:
+    """Build the tiny random Qwen2-VL in `work` and serve it with real vLLM on the CPU; the fleet file."""
+    model = work / "tiny-vlm"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
+                   capture_output=True)
+    fleet_file = work / "fleet.json"
+    r = run_cua("start-models", "--cpu", str(servers), "--model", str(model),
+                "--config", str(ROOT / "configs/fleet-cpu.yaml"), "--fleet", str(fleet_file),
+                "--base-port", str(base_port), "--detach", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return fleet_file
+
+
 @pytest.fixture
 def write(tmp_path):
     def _write(name, text):

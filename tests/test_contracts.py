@@ -11,8 +11,6 @@ import io
 import json
 import math
 import random
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
@@ -30,7 +28,7 @@ from cua_cli.models import PROVIDERS, AnswerFormat, Image, Params, Reply, make_m
 from cua_cli.rollout.localenv import LocalEnvServer
 from cua_cli.tasks import Task
 
-from conftest import ROOT, run_cua
+from conftest import run_cua, start_tiny_fleet
 
 
 def _config(tmp_path, text: str):
@@ -262,14 +260,7 @@ def test_agents_answer_format_gives_answers_it_acts_on(agent_case):
 @pytest.fixture(scope="module")
 def vllm_endpoint(tmp_path_factory):
     """One real vLLM server on the CPU, serving a tiny random Qwen2-VL."""
-    work = tmp_path_factory.mktemp("contract-vllm")
-    model = work / "tiny-vlm"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
-                   capture_output=True)
-    fleet = work / "fleet.json"
-    r = run_cua("start-models", "--cpu", "1", "--model", str(model), "--config", str(ROOT / "configs/fleet-cpu.yaml"),
-                "--fleet", str(fleet), "--base-port", "8450", "--detach", timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
+    fleet = start_tiny_fleet(tmp_path_factory.mktemp("contract-vllm"), 1, 8450)
     yield fleet
     run_cua("stop-models", "--fleet", str(fleet))
 

@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 from collections import Counter
@@ -17,7 +16,7 @@ from collections import Counter
 import psutil
 import pytest
 
-from conftest import CUA, ROOT, run_cua
+from conftest import CUA, run_cua, start_tiny_fleet
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
 from faultproxy import FaultProxy, chaos
@@ -26,13 +25,7 @@ from faultproxy import FaultProxy, chaos
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     work = tmp_path_factory.mktemp("fleet")
-    model = work / "tiny-vlm"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
-                   capture_output=True)
-    fleet_file = work / "fleet.json"
-    r = run_cua("start-models", "--cpu", "2", "--model", str(model), "--config", str(ROOT / "configs/fleet-cpu.yaml"),
-                "--fleet", str(fleet_file), "--base-port", "8350", "--detach", timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
+    fleet_file = start_tiny_fleet(work, 2, 8350)
     doc = json.loads(fleet_file.read_text())
     yield work, fleet_file, doc
     if fleet_file.exists():
