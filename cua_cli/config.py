@@ -25,6 +25,7 @@ import yaml
 
 from .agents import AGENTS
 from .envs import ENVS
+from .envs.agentgym_presets import PRESETS
 from .errors import InputError
 from .models import PROVIDERS
 from .rollout.backends import BACKENDS
@@ -144,6 +145,13 @@ def _http_url(v: str) -> Optional[str]:
     return None
 
 
+_TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def _task_name(v: str) -> Optional[str]:
+    return None if _TASK_NAME.fullmatch(v) else f"must be a MiniWoB task name like click-test-2, got {show(v)}"
+
+
 def _one_of(registry: dict):
     """Check for a name in a registry (env kinds, agent kinds, providers, backends)."""
     def check(v: str) -> Optional[str]:
@@ -214,10 +222,16 @@ class OsworldTasks:
 
 
 @dataclass
+class AgentgymTasks:
+    indices: str = _checked("0", _nonempty)   # task numbers of env.agentgym.env's server, e.g. "0-99,200-210"
+
+
+@dataclass
 class TasksConfig:
-    kind: Literal["miniwob", "osworld", "jsonl"] = "miniwob"
+    kind: Literal["miniwob", "osworld", "jsonl", "agentgym"] = "miniwob"
     miniwob: MiniwobTasks = field(default_factory=MiniwobTasks)
     osworld: OsworldTasks = field(default_factory=OsworldTasks)
+    agentgym: AgentgymTasks = field(default_factory=AgentgymTasks)
     jsonl: str = ""                  # one task object per line
     rollout_n: int = _checked(1, _Between(0, 10_000, above=True))    # samples per task
     limit: Optional[int] = _checked(None, _Between(0, 1_000_000))   # first N tasks only
@@ -227,6 +241,14 @@ class TasksConfig:
 class LocalEnvServer:
     max_envs: int = _checked(4, _Between(0, 1024, above=True))   # browsers on this host
     port: int = _checked(0, _Between(0, 65535))                   # 0: pick a free port
+    # env.kind agentgym: the MiniWoB tasks and seeds behind the server's AgentGym WebArena routes
+    agentgym_tasks: list[str] = _checked([], _task_name)
+    agentgym_seeds: str = _checked("0", _nonempty)
+
+
+@dataclass
+class AgentgymEnv:
+    env: str = _checked("webarena", _one_of(PRESETS))   # which AgentGym env server env.url points at
 
 
 @dataclass
@@ -234,6 +256,7 @@ class EnvConfig:
     kind: str = _checked("cluster", _one_of(ENVS))       # the protocol the env speaks
     url: str = _checked("local", _env_url)                 # "local" starts the built-in MiniWoB server
     local: LocalEnvServer = field(default_factory=LocalEnvServer)
+    agentgym: AgentgymEnv = field(default_factory=AgentgymEnv)
     token_env: Optional[str] = _checked(None, _env_name)   # name of the env var holding the token
     os: str = _checked("linux", _name)
     timeout_s: float = _checked(60.0, _DURATION)           # per request
@@ -268,6 +291,8 @@ class AgentConfig:
     history_images: int = _checked(5, _Between(0, 100, above=True))
     language: str = _checked("English", _name)
     parse_retries: int = _checked(2, _RETRIES)   # re-ask the model this often on unparseable text
+    # text agents: the conversation kept, in characters; the oldest turns go first, the task statement stays
+    history_chars: int = _checked(32_000, _Between(1000, 10_000_000))
 
 
 @dataclass

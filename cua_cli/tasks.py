@@ -1,4 +1,4 @@
-"""Task sets: MiniWoB++ names x seeds, OSWorld-style folders, or a JSONL file.
+"""Task sets: MiniWoB++ names x seeds, OSWorld-style folders, a JSONL file, or AgentGym task numbers.
 
 Task files are input like the config: their size, nesting, types and string
 lengths are bounded, and anything wrong is a ConfigError naming the file and
@@ -44,6 +44,8 @@ def load_tasks(cfg: Config) -> list[Task]:
         tasks = _miniwob(cfg)
     elif kind == "osworld":
         tasks = _osworld(cfg)
+    elif kind == "agentgym":
+        tasks = _agentgym(cfg)
     else:
         tasks = _jsonl(cfg)
     seen = set()
@@ -81,6 +83,35 @@ def _miniwob(cfg: Config) -> list[Task]:
                 env_config["episode_max_time"] = mw.episode_max_time
             tasks.append(Task(f"{name}@{seed}", name, None, env_config, {"func": "miniwob_reward"}))
     return tasks
+
+
+def parse_ranges(spec: str, limit: int) -> list[int]:
+    """`0-99,200-210` -> the numbers, in order; ValueError naming the bad part. At most `limit` of them."""
+    numbers: list[int] = []
+    for part in spec.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not (first.isascii() and first.isdigit() and (not dash or last.isascii() and last.isdigit())) \
+                or len(first) > 18 or len(last) > 18:
+            raise ValueError(f"{part.strip()[:40]!r} is not a number or a range like 0-99")
+        lo, hi = int(first), int(last) if dash else int(first)
+        if hi < lo:
+            raise ValueError(f"range {part.strip()!r} runs backwards")
+        if len(numbers) + hi - lo + 1 > limit:
+            raise ValueError(f"more than {limit} numbers")
+        numbers.extend(range(lo, hi + 1))
+    if len(set(numbers)) != len(numbers):
+        raise ValueError("a number is listed twice")
+    return numbers
+
+
+def _agentgym(cfg: Config) -> list[Task]:
+    """AgentGym tasks are numbers on the env server: the id records env and number (`textcraft@17`)."""
+    env = cfg.env.agentgym.env
+    try:
+        indices = parse_ranges(cfg.tasks.agentgym.indices, MAX_TASKS)
+    except ValueError as e:
+        raise ConfigError(f"{cfg.source}: tasks.agentgym.indices: {e}") from None
+    return [Task(f"{env}@{i}", env, None, {"agentgym": {"env": env, "idx": i}}) for i in indices]
 
 
 def _osworld(cfg: Config) -> list[Task]:

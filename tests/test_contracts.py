@@ -143,7 +143,24 @@ def uitars_case(tmp_path) -> AgentCase:
                      "Thought: the button.\nAction: click(start_box='(10,20)')", "I would rather not.")
 
 
-AGENT_CASES = {"uitars": uitars_case}
+def react_case(tmp_path) -> AgentCase:
+    cfg = _config(tmp_path, "env: {kind: agentgym, agentgym: {env: textcraft}}\n"
+                            "agent: {kind: react, parse_retries: 1, history_chars: 2000}\n")
+    obs = "Crafting commands: craft 1 stick using 2 planks.\nGoal: craft stick."
+    return AgentCase(make_agent(cfg), 1, Observation(text=obs), "Thought: I need planks.\nAction: get 2 planks",
+                     "Thought: hmm\nAction: get 1 a\nAction: get 1 b")
+
+
+def webarena_case(tmp_path) -> AgentCase:
+    cfg = _config(tmp_path, "env: {kind: agentgym}\nagent: {kind: webarena}\n")
+    obs = ("OBSERVATION:\n[3] RootWebArea 'Click Test Task'\n  [4] button 'Click Me!'\nURL: file:///click-test.html\n"
+           "OBJECTIVE: Click the button.\nPREVIOUS ACTION: None")
+    return AgentCase(make_agent(cfg), 2, Observation(text=obs),
+                     "The button is [4]. In summary, the next action I will perform is ```click [4]```",
+                     "I will click the button.")
+
+
+AGENT_CASES = {"uitars": uitars_case, "react": react_case, "webarena": webarena_case}
 
 
 def test_every_agent_kind_has_a_contract_case():

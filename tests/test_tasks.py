@@ -150,3 +150,38 @@ def test_task_ids_and_run_names_may_hold_any_character(tmp_path):
     assert cfg.run.name == "r\udcff"
     (task,) = load_tasks(cfg)
     assert task.task_id == "a\ud800\x00b" and task.domain == "d\udcff"
+
+
+def _agentgym_config(tmp_path, indices: str, env: str = "textcraft"):
+    path = tmp_path / "ag.yaml"
+    path.write_text(f"tasks: {{kind: agentgym, agentgym: {{indices: {json.dumps(indices)}}}}}\n"
+                    f"env: {{kind: agentgym, agentgym: {{env: {env}}}}}\nagent: {{kind: react}}\n")
+    return load_config(str(path))
+
+
+def test_agentgym_tasks_are_numbers_of_the_env_server(tmp_path):
+    tasks = load_tasks(_agentgym_config(tmp_path, "0-2, 7,10-11"))
+    assert [t.task_id for t in tasks] == ["textcraft@0", "textcraft@1", "textcraft@2", "textcraft@7",
+                                          "textcraft@10", "textcraft@11"]
+    assert tasks[3].config == {"agentgym": {"env": "textcraft", "idx": 7}} and tasks[3].domain == "textcraft"
+
+
+@pytest.mark.parametrize("indices, expected", [
+    ("3-1", "runs backwards"), ("1,1", "listed twice"), ("a-3", "'a-3' is not a number"), ("1,,2", "'' is not"),
+    ("0-9999999999", "more than"), ("-1", "'-1' is not"), ("٣", "is not a number"), ("1" * 30, "is not a number"),
+])
+def test_bad_agentgym_indices_name_the_key(tmp_path, indices, expected):
+    _refused(_agentgym_config(tmp_path, indices), "tasks.agentgym.indices", expected)
+
+
+def test_unknown_agentgym_env_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="env.agentgym.env: must be one of webarena, textcraft"):
+        _agentgym_config(tmp_path, "0", env="nethack")
+
+
+def test_an_agent_that_cannot_play_the_env_is_refused_before_anything_starts(write, tmp_path):
+    cfg = write("pair.yaml", f"run: {{results_dir: {tmp_path}/results}}\n"
+                             "tasks: {kind: agentgym}\nenv: {kind: agentgym, url: 'http://127.0.0.1:9'}\n")
+    r = run_cua("rollout", str(cfg))
+    assert r.returncode == 2 and "agent.kind: uitars plays gui envs, but env.kind agentgym is a text env" in r.stderr
+    assert not (tmp_path / "results").exists()

@@ -16,8 +16,9 @@ module plus one line there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
+
+from ..registry import load
 
 if TYPE_CHECKING:  # the config validates agent kinds against AGENTS
     from ..budget import Budget
@@ -26,6 +27,8 @@ if TYPE_CHECKING:  # the config validates agent kinds against AGENTS
 
 AGENTS = {
     "uitars": "cua_cli.agents.uitars:UITarsAgent",
+    "react": "cua_cli.agents.react:ReactAgent",
+    "webarena": "cua_cli.agents.webarena:WebArenaAgent",
 }
 
 
@@ -59,6 +62,15 @@ class Turn:
         self._failure = {"response": self.reply.text, **_tokens(self.reply), "error": error, **extra}
 
 
+@dataclass
+class Answer:
+    """An answer that parsed."""
+    thought: str | None
+    actions: list[dict]      # structured, for the record
+    send: list               # what the env is to do
+    stop: str | None = None  # the agent ends the episode after it (finished, call_user)
+
+
 def _tokens(reply: Reply) -> dict:
     """The sampled tokens of an answer, when the model reported them."""
     return {} if reply.token_ids is None else {"token_ids": reply.token_ids, "logprobs": reply.logprobs}
@@ -70,11 +82,12 @@ class AgentEpisode(Protocol):
 
 
 class Agent(Protocol):
+    modality: str                   # what it plays: "gui" or "text" envs (see envs.Env)
+
     def start(self, instruction: str, model: ModelSession) -> AgentEpisode: ...
 
 
 def make_agent(cfg) -> Agent:
     """The agent named by `agent.kind`."""
-    module, _, cls = AGENTS[cfg.agent.kind].partition(":")
-    return getattr(import_module(module), cls).from_config(cfg)
+    return load(AGENTS[cfg.agent.kind]).from_config(cfg)
 

@@ -12,7 +12,6 @@ import functools
 import math
 import random
 import re
-import time
 from dataclasses import dataclass
 
 from ..actions import TERMINAL, Action, Cost
@@ -20,8 +19,9 @@ from ..budget import Budget
 from ..code_subset import KEY_NAMES, MAX_CALLS
 from ..envs import Observation
 from ..errors import ParseError
-from ..models import AnswerFormat, Image, ModelSession, Params
-from . import Turn
+from ..models import AnswerFormat, Image, ModelSession
+from . import Answer, Turn
+from .asking import AskingEpisode
 
 COORD_MODES = ("qwen25vl", "qwen2vl")
 
@@ -317,6 +317,8 @@ def random_answer(rng: random.Random, width: int, height: int, coord_mode: str) 
 
 
 class UITarsAgent:
+    modality = "gui"  # screenshots in, GUI actions out
+
     def __init__(self, coord_mode="qwen25vl", history_images=5, language="English", parse_retries=2,
                  prompt_template: str | None = None):
         _model_size(1, 1, coord_mode)  # reject a bad mode now, not at the first step
@@ -354,13 +356,13 @@ class UITarsAgent:
         return parse_response(text, width, height, self.coord_mode)
 
 
-class UITarsEpisode:
+class UITarsEpisode(AskingEpisode):
     """One episode's conversation; only the screenshots still in the window are kept."""
 
     def __init__(self, agent: UITarsAgent, instruction: str, model: ModelSession):
+        super().__init__(model, agent.parse_retries)
         self.agent = agent
         self.instruction = instruction
-        self.model = model
         self.history: list[tuple[Image | None, str]] = []   # (screenshot while in the window, answer)
         self.current: tuple[Observation, Image, Turn] | None = None
 
@@ -373,35 +375,19 @@ class UITarsEpisode:
                 self.history[gone] = (None, self.history[gone][1])
         image = Image(observation.screenshot, observation.file)
         self.current = (observation, image, turn)
+        self.step = len(self.history)
         turn.prompt = self.agent.build_messages(self.instruction, self.history, image)
-        self._answer(turn, budget)
+        self.answer(turn, budget)
 
-    def refused(self, turn: Turn, error: str, budget: Budget) -> None:
-        turn.failed(f"env refused the action: {error}", "action_refused", commands=list(turn.sent))
-        if turn.tries <= self.agent.parse_retries:
-            self._answer(turn, budget)
+    def answer_format(self) -> AnswerFormat:
+        obs = self.current[0]
+        return AnswerFormat(GUIDED_REGEX, functools.partial(random_answer, width=obs.width, height=obs.height,
+                                                            coord_mode=self.agent.coord_mode), END_ANSWER)
 
-    def _answer(self, turn: Turn, budget: Budget) -> None:
-        """Ask until an answer parses or the tries run out."""
-        w, h = self.current[0].width, self.current[0].height
-        answers = AnswerFormat(GUIDED_REGEX, functools.partial(random_answer, width=w, height=h,
-                                                               coord_mode=self.agent.coord_mode), END_ANSWER)
-        while True:
-            t = time.monotonic()
-            try:
-                reply = self.model.complete(turn.prompt, Params(len(self.history), budget, answers))
-            finally:
-                turn.model_s += time.monotonic() - t
-            turn.answered(reply)
-            try:
-                parsed = self.agent.parse(reply.text, w, h)
-            except ParseError as e:
-                turn.failed(f"parse: {e}", "parse_error")
-                if turn.tries > self.agent.parse_retries:
-                    return
-                continue
-            turn.thought, turn.actions = parsed.thought, [a.to_dict() for a in parsed.actions]
-            turn.send = [a for a in parsed.actions if a.type not in TERMINAL]
-            last = parsed.actions[-1].type
-            turn.stop = ("finished" if last == "finished" else "call_user") if last in TERMINAL else None
-            return
+    def parse(self, text: str) -> Answer:
+        obs = self.current[0]
+        parsed = self.agent.parse(text, obs.width, obs.height)
+        last = parsed.actions[-1].type
+        return Answer(parsed.thought, [a.to_dict() for a in parsed.actions],
+                      [a for a in parsed.actions if a.type not in TERMINAL],
+                      ("finished" if last == "finished" else "call_user") if last in TERMINAL else None)

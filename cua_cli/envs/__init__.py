@@ -19,8 +19,9 @@ one line there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import TYPE_CHECKING, Protocol
+
+from ..registry import load
 
 if TYPE_CHECKING:  # the config validates env kinds against ENVS, and tasks import the config
     from ..budget import Budget
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # the config validates env kinds against ENVS, and tasks impo
 
 ENVS = {
     "cluster": "cua_cli.envs.cluster:ClusterEnv",
+    "agentgym": "cua_cli.envs.agentgym:AgentGymEnv",
 }
 
 
@@ -64,10 +66,11 @@ class EnvSession(Protocol):
 
 
 class Env(Protocol):
+    modality: str                   # "gui": screenshots in, GUI actions out; "text": text in, text actions out
+
     def allocate(self, task: Task, budget: Budget) -> EnvSession: ...
 
 
 def make_env(cfg, url: str, secrets: dict) -> Env:
     """The env named by `env.kind`, at `url` (the local server's when `env.url` is local)."""
-    module, _, cls = ENVS[cfg.env.kind].partition(":")
-    return getattr(import_module(module), cls).from_config(cfg, url, secrets)
+    return load(ENVS[cfg.env.kind]).from_config(cfg, url, secrets)

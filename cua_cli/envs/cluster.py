@@ -37,6 +37,8 @@ class EnvSettings:
 
 
 class ClusterEnv:
+    modality = "gui"  # screenshots in, GUI actions out
+
     def __init__(self, settings: EnvSettings):
         self.s = settings
         self.base = settings.url.rstrip("/")

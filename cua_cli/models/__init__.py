@@ -18,11 +18,11 @@ module plus one line there.
 """
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from random import Random
 from typing import Callable, Protocol
 
 from ..budget import Budget
+from ..registry import load
 
 PROVIDERS = {
     "openai": "cua_cli.models.openai_chat:OpenAIChat",
@@ -71,19 +71,14 @@ class Model(Protocol):
     def session(self, task_id: str, sample: int) -> ModelSession: ...
 
 
-def provider_class(name: str):
-    module, _, cls = PROVIDERS[name].partition(":")
-    return getattr(import_module(module), cls)
-
-
 def make_model(cfg, secrets: dict, shared=None) -> Model:
     """The provider named by `model.provider`; `shared` is what its `shared_state` made for the run."""
-    return provider_class(cfg.model.provider).from_config(cfg, secrets, shared)
+    return load(PROVIDERS[cfg.model.provider]).from_config(cfg, secrets, shared)
 
 
 def shared_state(cfg, ctx):
     """State a provider shares across runner processes (made once per rollout), or None."""
-    make = getattr(provider_class(cfg.model.provider), "shared_state", None)
+    make = getattr(load(PROVIDERS[cfg.model.provider]), "shared_state", None)
     return make(cfg, ctx) if make else None
 
 

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 from ..config import Config, ConfigError
 from ..fleet.server import FleetFileError, api_base, read_fleet
+from ..agents import AGENTS
+from ..envs import ENVS
 from ..models import make_model
+from ..registry import load
 from ..redact import Redactor
 from ..runfolder.writer import RunDir
 from ..signals import StopFlags
@@ -31,6 +34,7 @@ class Outcome:
 
 
 def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool = False) -> Outcome:
+    check_pairing(cfg)
     tasks = load_tasks(cfg)
     if cfg.model.fleet:
         use_fleet(cfg)
@@ -52,7 +56,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
         # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
         idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
         local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
-                               run.path / "env-server.log", idle)
+                               run.path / "env-server.log", idle, agentgym_args(cfg))
         env_url = local.start()
     start = time.monotonic()
     runners = make_backend(cfg, run, env_url, secrets, watch)
@@ -81,6 +85,28 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
             local.stop()
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     return Outcome(run, summary, time.monotonic() - start, stopping > 0, runners.crashed)
+
+
+def check_pairing(cfg: Config) -> None:
+    """The agent must play the kind of env it is given: screenshots and GUI actions, or text."""
+    env, agent = load(ENVS[cfg.env.kind]), load(AGENTS[cfg.agent.kind])
+    if env.modality != agent.modality:
+        raise ConfigError(f"{cfg.source}: agent.kind: {cfg.agent.kind} plays {agent.modality} envs, "
+                          f"but env.kind {cfg.env.kind} is a {env.modality} env")
+
+
+def agentgym_args(cfg: Config) -> list[str]:
+    """The local env server's AgentGym routes, when the config plays AgentGym's WebArena protocol on it."""
+    if cfg.env.kind != "agentgym":
+        return []
+    local = cfg.env.local
+    if cfg.env.agentgym.env != "webarena":
+        raise ConfigError(f"{cfg.source}: env.agentgym.env: the local env server speaks AgentGym's webarena "
+                          f"protocol only, not {cfg.env.agentgym.env}; point env.url at that env's server")
+    if not local.agentgym_tasks:
+        raise ConfigError(f"{cfg.source}: env.local.agentgym_tasks: list the MiniWoB tasks the local server's "
+                          "AgentGym routes serve")
+    return ["--agentgym-tasks", ",".join(local.agentgym_tasks), "--agentgym-seeds", local.agentgym_seeds]
 
 
 def use_fleet(cfg: Config) -> None:

@@ -12,13 +12,15 @@ from ..procgroup import kill_group
 
 
 class LocalEnvServer:
-    def __init__(self, max_envs: int, port: int, token_env: str | None, log_path, idle_timeout_s: float = 0.0):
+    def __init__(self, max_envs: int, port: int, token_env: str | None, log_path, idle_timeout_s: float = 0.0,
+                 extra_args: list[str] = ()):
         # --parent-pid: the server shuts down (browsers included) if the rollout dies without stopping it.
         self.args = [sys.executable, "-m", "cua_cli", "env-server", "--port", str(port),
                      "--max-envs", str(max_envs), "--idle-timeout", str(idle_timeout_s),
                      "--parent-pid", str(os.getpid())]
         if token_env:
             self.args += ["--token-env", token_env]
+        self.args += list(extra_args)
         self.log_path = log_path
         self.proc = None
         self.url = None

@@ -9,8 +9,9 @@ replay, the queue) checks the lines it reads here.
 import json
 import sys
 
-# Bumped when a reader of an older cua could misread the folder.
-FORMAT_VERSION = 1
+# Bumped when a reader of an older cua could misread the folder. 2: steps of text envs
+# carry their `observation` text and no screenshot.
+FORMAT_VERSION = 2
 
 OUTCOMES = ("success", "failure", "error")
 _TEXT_FIELDS = ("domain", "stop_reason", "error", "traj", "instruction")

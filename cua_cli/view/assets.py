@@ -24,6 +24,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .shot { position: relative; display: inline-block; line-height: 0; }
 .shot img { display: block; max-width: 720px; min-width: 320px; image-rendering: pixelated; border: 1px solid var(--line); }
 .shot svg { position: absolute; left: 0; top: 0; width: 100%; height: 100%; pointer-events: none; }
+.shot pre.observation { line-height: 1.35; width: 640px; max-height: 720px; overflow: auto; margin: 0; }
 pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 8px; white-space: pre-wrap;
       word-break: break-word; margin: 4px 0; font-size: 12px; }
 .nav { display: flex; justify-content: space-between; margin: 8px 0; }

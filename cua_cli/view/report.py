@@ -251,8 +251,13 @@ class Report:
                             if type(v) in (int, float))
         extra = f" · model {E(_text(st['model_version']))}" if st.get("model_version") else ""
         err = f'<pre class="bad-text">{E(_text(st["error"]))}</pre>' if st.get("error") else ""
-        shot = (f'<img src="{E(src)}" alt="screenshot of step {step}" width="{max(w * 2, 320) if w else 320}">'
-                f'{overlay}' if src else '<p class="missing">No screenshot.</p>')
+        if src:
+            shot = (f'<img src="{E(src)}" alt="screenshot of step {step}" width="{max(w * 2, 320) if w else 320}">'
+                    f'{overlay}')
+        elif isinstance(st.get("observation"), str):  # a text env's step: what the agent read
+            shot = f'<pre class="observation">{E(st["observation"])}</pre>'
+        else:
+            shot = '<p class="missing">No screenshot.</p>'
         return (f'<section class="step" id="step-{step}"><div class="shot">{shot}</div><div><h2>Step {step}</h2>'
                 f'<div>Thought</div><pre>{E(_text(st.get("thought")))}</pre>'
                 f'<div>Model response</div><pre>{E(_text(st.get("response")))}</pre>'

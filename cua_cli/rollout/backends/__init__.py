@@ -12,8 +12,9 @@ Backends are chosen by `runner.backend` through BACKENDS: a new one is one
 module plus one line there.
 """
 
-from importlib import import_module
 from typing import Protocol
+
+from ...registry import load
 
 BACKENDS = {
     "local": "cua_cli.rollout.backends.local:LocalProcesses",
@@ -31,5 +32,4 @@ class RunnerBackend(Protocol):
 
 
 def make_backend(cfg, run, env_url: str, secrets: dict, watch: bool) -> RunnerBackend:
-    module, _, cls = BACKENDS[cfg.runner.backend].partition(":")
-    return getattr(import_module(module), cls)(cfg, run, env_url, secrets, watch)
+    return load(BACKENDS[cfg.runner.backend])(cfg, run, env_url, secrets, watch)

@@ -1,0 +1,155 @@
+"""AgentGym's env servers (WebArena, TextCraft, BabyAI, ...): an Env kind for text agents.
+
+One server per env; `env.agentgym.env` names its preset (agentgym_presets.py).
+An episode creates an env instance, resets it to the task's number, then
+alternates observe / step; its reward is the last step's (AgentGym's rule).
+
+Whose fault: connection errors, 5xx, 429, FastAPI's 422, an `{"error": ...}`
+answer and WebArena's "TimeoutError" observation are the env's (EnvError,
+retried by the queue). An action the env does not understand is part of the
+episode: the env says so in its next observation.
+"""
+
+import math
+import threading
+
+import requests
+
+from ..budget import Budget
+from ..errors import EnvError, TaskRefused
+from ..retry import with_retries
+from ..tasks import Task
+from . import Evaluation, Observation, StepResult
+from .agentgym_presets import IDX, PRESETS, Preset, wire_action
+
+MAX_OBSERVATION_CHARS = 1_000_000  # a web page's accessibility tree is tens of KB; more is not an observation
+
+
+class AgentGymEnv:
+    modality = "text"
+
+    def __init__(self, url: str, env: str, token: str | None = None, timeout_s: float = 60.0, retries: int = 3):
+        self.name = env
+        self.preset: Preset = PRESETS[env]
+        self.base = url.rstrip("/") + self.preset.base
+        self.token = token
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self._local = threading.local()
+
+    @classmethod
+    def from_config(cls, cfg, url: str, secrets: dict) -> "AgentGymEnv":
+        e = cfg.env
+        return cls(url, e.agentgym.env, secrets.get("env"), e.timeout_s, e.retries)
+
+    def http(self) -> requests.Session:
+        if not hasattr(self._local, "http"):
+            self._local.http = requests.Session()
+            if self.token:
+                self._local.http.headers["Authorization"] = f"Bearer {self.token}"
+        return self._local.http
+
+    def call(self, what: str, method: str, route: str, budget: Budget, body=None, params=None,
+             idempotent: bool = True):
+        """One request, retried while that is safe; the answer's JSON, checked for an `error`."""
+        def once():
+            r = self.http().request(method, f"{self.base}/{route}", json=body, params=params,
+                                    timeout=budget.timeout(self.timeout_s))
+            r.raise_for_status()
+            return r
+
+        r = with_retries(once, self.retries, f"{self.name} {what}", budget.should_stop, idempotent=idempotent,
+                         error=EnvError)
+        try:
+            data = r.json()
+        except (ValueError, RecursionError):
+            raise EnvError(f"{self.name} {what}: answer is not JSON: {r.text[:500]!r}") from None
+        if isinstance(data, dict) and "error" in data:
+            raise EnvError(f"{self.name} {what}: {str(data['error'])[:500]}")
+        return data
+
+    def allocate(self, task: Task, budget: Budget) -> "AgentGymSession":
+        spec = task.config.get("agentgym")
+        idx = spec.get("idx") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or spec.get("env") != self.name or type(idx) is not int or idx < 0:
+            raise TaskRefused(f"task {task.task_id!r} is not a task of the {self.name} server "
+                              f"(its config needs {{\"agentgym\": {{\"env\": \"{self.name}\", \"idx\": N}}}})")
+        # Not repeated on a lost answer: a second /create would leave the first instance behind.
+        data = self.call("create", "POST", "create", budget, self.preset.create_body, idempotent=False)
+        env_id = data if self.preset.create_answers_int else (data.get(self.preset.id_field)
+                                                              if isinstance(data, dict) else None)
+        if type(env_id) is not int:
+            raise EnvError(f"{self.name} create: no env id in the answer: {str(data)[:200]}")
+        session = AgentGymSession(self, env_id)
+        try:
+            session.reset(idx, budget)
+        except BaseException:
+            session.release(budget.unhurried())
+            raise
+        return session
+
+
+class AgentGymSession:
+    instruction = None  # the task statement is in the first observation
+
+    def __init__(self, env: AgentGymEnv, env_id: int):
+        self.env = env
+        self.id = env_id
+        self.latest: str | None = None   # the observation the last step answered
+        self.reward = 0.0
+        self.done = False
+
+    def _body(self, **extra) -> dict:
+        return {self.env.preset.id_field: self.id, **extra}
+
+    def reset(self, idx: int, budget: Budget) -> None:
+        body = self._body(**{k: idx if v == IDX else v for k, v in self.env.preset.reset_body.items()})
+        data = self.env.call("reset", "POST", "reset", budget, body)
+        if isinstance(data, dict) and data.get("observation") == "TimeoutError":  # WebArena's failed reset
+            raise EnvError(f"{self.env.name} reset: the env answered TimeoutError")
+
+    def observe(self, budget: Budget) -> Observation:
+        if self.latest is None:
+            p = self.env.preset
+            data = self.env.call("observation", "GET", "observation", budget, params={p.id_field: self.id})
+            value = data.get(p.observation_key) if p.observation_key and isinstance(data, dict) else data
+            self.latest = _text(value, self.env.name, "observation")
+        return Observation(text=self.latest)
+
+    def act(self, actions: list, budget: Budget, sent: list) -> StepResult:
+        """One step per action (text agents give one); the episode's reward is the last step's."""
+        p = self.env.preset
+        for action in actions:
+            sent.append(wire_action(p, action))
+            data = self.env.call("step", "POST", "step", budget, self._body(action=sent[-1]), idempotent=False)
+            if not isinstance(data, dict):
+                raise EnvError(f"{self.env.name} step: expected an object, got {str(data)[:200]}")
+            self.latest = _text(data.get(p.step_observation), self.env.name, "step")
+            reward = data.get(p.reward_key)
+            reward = 0.0 if reward is None else reward
+            if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+                raise EnvError(f"{self.env.name} step: {p.reward_key} is not a finite number: {str(reward)[:100]}")
+            self.reward = float(reward)
+            self.done = any(data.get(k) is True for k in p.done_keys)
+            if self.done:
+                break
+        info = data.get("info")
+        return StepResult(self.done, self.reward, info if isinstance(info, dict) else {})
+
+    def evaluate(self, budget: Budget) -> Evaluation:
+        """The last step's reward, as the preset scores it; nothing to ask the server."""
+        p = self.env.preset
+        score = (1.0 if self.reward > 0 else 0.0) if p.binary else min(max(self.reward / p.reward_scale, 0.0), 1.0)
+        return Evaluation(self.reward, score)
+
+    def release(self, budget: Budget) -> None:
+        if self.env.preset.has_close:
+            self.env.call("close", "POST", "close", budget, self._body())
+
+
+def _text(value, env: str, what: str) -> str:
+    if not isinstance(value, str):
+        raise EnvError(f"{env} {what}: the observation is not text: {str(value)[:200]}")
+    if len(value) > MAX_OBSERVATION_CHARS:
+        raise EnvError(f"{env} {what}: an observation of {len(value)} characters")
+    return value
