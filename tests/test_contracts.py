@@ -28,6 +28,7 @@ from cua_cli.models import PROVIDERS, AnswerFormat, Image, Params, Reply, make_m
 from cua_cli.rollout.localenv import LocalEnvServer
 from cua_cli.tasks import Task
 
+from agentgym_standins import AgentGymStandIn
 from conftest import run_cua, start_tiny_fleet
 
 
@@ -73,7 +74,24 @@ def cluster_case(request, tmp_path) -> EnvCase:
                    [Action("wait")], make_env(cfg, "http://127.0.0.1:9", {}))
 
 
-ENV_CASES = {"cluster": cluster_case}
+@pytest.fixture(scope="module")
+def textcraft_server():
+    """A stand-in of AgentGym's TextCraft server (the real one cannot run here): tests/agentgym_standins.py."""
+    with AgentGymStandIn("textcraft") as url:
+        yield url
+
+
+def agentgym_case(request, tmp_path) -> EnvCase:
+    url = request.getfixturevalue("textcraft_server")
+    cfg = _config(tmp_path, "env: {kind: agentgym, retries: 0, agentgym: {env: textcraft}}\n")
+    def task(env):
+        return Task(f"{env}@3", env, None, {"agentgym": {"env": env, "idx": 3}})
+
+    return EnvCase(make_env(cfg, url, {}), task("textcraft"), task("babyai"), ["look"],
+                   make_env(cfg, "http://127.0.0.1:9", {}))
+
+
+ENV_CASES = {"cluster": cluster_case, "agentgym": agentgym_case}
 
 
 def test_every_env_kind_has_a_contract_case():

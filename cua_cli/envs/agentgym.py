@@ -107,6 +107,19 @@ class AgentGymSession:
         data = self.env.call("reset", "POST", "reset", budget, body)
         if isinstance(data, dict) and data.get("observation") == "TimeoutError":  # WebArena's failed reset
             raise EnvError(f"{self.env.name} reset: the env answered TimeoutError")
+        keys = self.env.preset.reset_observation
+        if keys:  # e.g. SciWorld states the task beside the first observation, not in it
+            if not isinstance(data, dict):
+                raise EnvError(f"{self.env.name} reset: expected an object, got {str(data)[:200]}")
+            self.latest = self._with_actions("\n".join(_text(data.get(k), self.env.name, "reset") for k in keys),
+                                             data)
+
+    def _with_actions(self, text: str, data: dict) -> str:
+        """The observation, with the actions the env lists beside it (ALFWorld) appended."""
+        actions = data.get(self.env.preset.actions_key) if self.env.preset.actions_key else None
+        if isinstance(actions, list) and all(isinstance(a, str) for a in actions):
+            return f"{text}\nAvailable actions: {', '.join(actions)}"
+        return text
 
     def observe(self, budget: Budget) -> Observation:
         if self.latest is None:
@@ -124,13 +137,13 @@ class AgentGymSession:
             data = self.env.call("step", "POST", "step", budget, self._body(action=sent[-1]), idempotent=False)
             if not isinstance(data, dict):
                 raise EnvError(f"{self.env.name} step: expected an object, got {str(data)[:200]}")
-            self.latest = _text(data.get(p.step_observation), self.env.name, "step")
+            self.latest = self._with_actions(_text(data.get(p.step_observation), self.env.name, "step"), data)
             reward = data.get(p.reward_key)
             reward = 0.0 if reward is None else reward
             if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
                 raise EnvError(f"{self.env.name} step: {p.reward_key} is not a finite number: {str(reward)[:100]}")
-            self.reward = float(reward)
             self.done = any(data.get(k) is True for k in p.done_keys)
+            self.reward = float(reward) if self.done or not p.reward_when_done else 0.0
             if self.done:
                 break
         info = data.get("info")
@@ -143,6 +156,7 @@ class AgentGymSession:
         return Evaluation(self.reward, score)
 
     def release(self, budget: Budget) -> None:
+        self.latest = None  # a released env has nothing more to show
         if self.env.preset.has_close:
             self.env.call("close", "POST", "close", budget, self._body())
 

@@ -18,11 +18,14 @@ class Preset:
     create_answers_int: bool = False       # /create answers a bare int, not an object holding the id
     reset_body: dict = field(default_factory=lambda: {"data_idx": IDX})
     observation_key: str | None = None     # GET /observation answers a bare string, or an object with this key
+    reset_observation: tuple = ()          # the first observation joins these keys of the reset answer instead
+    actions_key: str | None = None         # the answers list the actions the env takes now under this key
     step_observation: str = "observation"  # the step answer's observation key ("state" for some)
     done_keys: tuple = ("done",)           # the step answer's end flags (any of them true ends the episode)
     reward_key: str = "reward"             # the step answer's reward ("score" where the env scores)
     reward_scale: float = 1.0              # score = reward / scale, clamped to [0, 1] ...
     binary: bool = False                   # ... or 1 for any positive reward (a completed goal)
+    reward_when_done: bool = False         # a step's reward counts only when it ends the episode
     has_close: bool = True
     base: str = ""                         # path prefix of every route
     # How the action travels, as AgentGym's own client for the env sends it:
@@ -36,12 +39,14 @@ _TOOL = Preset(id_field="env_idx", create_body={"id": 0}, create_answers_int=Tru
                binary=True, has_close=False, action_prefix="Action: ")
 
 PRESETS = {
-    "webarena": Preset(id_field="env_idx", reset_body={"seed": 0, "idx": IDX},
-                       done_keys=("terminated", "truncated"), binary=True, action_fence=True),
+    # WebArena's reward of a step that is not the last only says the browser action ran.
+    "webarena": Preset(id_field="env_idx", reset_body={"seed": 0, "idx": IDX}, done_keys=("terminated", "truncated"),
+                       binary=True, reward_when_done=True, action_fence=True),
     "textcraft": Preset(binary=True, action_plain=True),
     "babyai": Preset(observation_key="observation", reward_key="score", binary=True, action_plain=True),
-    "sciworld": Preset(reward_key="score", reward_scale=100.0),
-    "alfworld": Preset(reset_body={"game": IDX, "world_type": "Text"}, binary=True, has_close=False),
+    "sciworld": Preset(reward_key="score", reward_scale=100.0, reset_observation=("task_description", "observation")),
+    "alfworld": Preset(reset_body={"game": IDX, "world_type": "Text"}, reset_observation=("observation",),
+                       actions_key="available_actions", binary=True, has_close=False),
     "webshop": Preset(id_field="env_idx", create_answers_int=True, reset_body={"session_id": IDX},
                       step_observation="state", has_close=False),
     "sqlgym": Preset(id_field="env_idx", create_answers_int=True, reset_body={"item_id": IDX},
