@@ -101,24 +101,44 @@ def _pct(x):
 @main.command("env-server")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8100, show_default=True, help="Port (0 picks a free one).")
-@click.option("--max-envs", default=4, show_default=True, help="Concurrent MiniWoB++ browsers.")
+@click.option("--max-envs", default=4, show_default=True,
+              help="Concurrent MiniWoB++ browsers, env-cluster and AgentGym envs together.")
 @click.option("--token-env", default="CUA_ENV_TOKEN", show_default=True,
               help="If this environment variable is set, clients must send its value as a token.")
 @click.option("--verbose", is_flag=True, help="Log every request.")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Release an env after this many seconds without a request (0: never).")
 @click.option("--parent-pid", type=int, help="Shut down when this process is gone (used by `cua rollout`).")
-def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pid):
-    """Serve real MiniWoB++ tasks over the env-cluster protocol.
+@click.option("--agentgym-tasks", metavar="TASK,...",
+              help="Also serve AgentGym's WebArena protocol over these MiniWoB tasks (e.g. click-test-2,enter-text). "
+                   "Its reset's idx picks a (task, seed) pair, task-major: idx = task_index * n_seeds + seed_index; "
+                   "an idx outside the pairs is refused.")
+@click.option("--agentgym-seeds", metavar="SEEDS", help="Seeds for --agentgym-tasks: ranges and lists, e.g. "
+                                                        "0-99 or 0-9,100,200-209.  [default: 0-99]")
+def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pid, agentgym_tasks, agentgym_seeds):
+    """Serve real MiniWoB++ tasks over the env-cluster protocol (and AgentGym's WebArena protocol).
 
     \b
-    Example:
+    Examples:
       cua env-server --port 8100 --max-envs 4 --idle-timeout 1800
       curl -X POST localhost:8100/server/getAvailableAndLock \\
            -d '{"task_id": "t", "os": "linux", "config": {"miniwob": "click-test-2", "seed": 0}}'
+      cua env-server --agentgym-tasks click-test-2,enter-text --agentgym-seeds 0-99
+      curl -X POST localhost:8100/create    # then /reset {"env_idx": 0, "seed": 0, "idx": 150}
     """
+    from .envserver.agentgym_webarena import DEFAULT_SEEDS, parse_seeds, parse_tasks
     from .envserver.server import serve
 
+    if agentgym_seeds is not None and agentgym_tasks is None:
+        raise click.BadParameter("needs --agentgym-tasks", param_hint="--agentgym-seeds")
+    try:
+        tasks = parse_tasks(agentgym_tasks) if agentgym_tasks is not None else []
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--agentgym-tasks") from None
+    try:
+        seeds = parse_seeds(agentgym_seeds or DEFAULT_SEEDS)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--agentgym-seeds") from None
     if parent_pid:
         import os
         import signal
@@ -127,7 +147,7 @@ def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pi
 
         # SIGTERM takes the server's own orderly path: stop serving, quit every browser.
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    serve(host, port, max_envs, token_env, verbose, idle_timeout)
+    serve(host, port, max_envs, token_env, verbose, idle_timeout, tasks, seeds)
 
 
 @main.command("start-models", context_settings={"ignore_unknown_options": True})

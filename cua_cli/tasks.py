@@ -13,6 +13,7 @@ from typing import Optional
 
 from .config import MAX_NAME, Config, ConfigError, data_problem, read_text, show, text_problem
 from .errors import BadTask
+from .ranges import parse_ranges
 
 MAX_TASK_FILE_BYTES = 32 << 20   # a task list or JSONL file: 100k MiniWoB-sized tasks take ~15 MB
 MAX_EXAMPLE_BYTES = 1 << 20      # one OSWorld example file
@@ -85,33 +86,16 @@ def _miniwob(cfg: Config) -> list[Task]:
     return tasks
 
 
-def parse_ranges(spec: str, limit: int) -> list[int]:
-    """`0-99,200-210` -> the numbers, in order; ValueError naming the bad part. At most `limit` of them."""
-    numbers: list[int] = []
-    for part in spec.split(","):
-        first, dash, last = part.strip().partition("-")
-        if not (first.isascii() and first.isdigit() and (not dash or last.isascii() and last.isdigit())) \
-                or len(first) > 18 or len(last) > 18:
-            raise ValueError(f"{part.strip()[:40]!r} is not a number or a range like 0-99")
-        lo, hi = int(first), int(last) if dash else int(first)
-        if hi < lo:
-            raise ValueError(f"range {part.strip()!r} runs backwards")
-        if len(numbers) + hi - lo + 1 > limit:
-            raise ValueError(f"more than {limit} numbers")
-        numbers.extend(range(lo, hi + 1))
-    if len(set(numbers)) != len(numbers):
-        raise ValueError("a number is listed twice")
-    return numbers
-
-
 def _agentgym(cfg: Config) -> list[Task]:
     """AgentGym tasks are numbers on the env server: the id records env and number (`textcraft@17`)."""
     env = cfg.env.agentgym.env
     try:
-        indices = parse_ranges(cfg.tasks.agentgym.indices, MAX_TASKS)
+        ranges = parse_ranges(cfg.tasks.agentgym.indices, 2 ** 53)
     except ValueError as e:
         raise ConfigError(f"{cfg.source}: tasks.agentgym.indices: {e}") from None
-    return [Task(f"{env}@{i}", env, None, {"agentgym": {"env": env, "idx": i}}) for i in indices]
+    if sum(map(len, ranges)) > MAX_TASKS:
+        raise _too_many(cfg, "tasks.agentgym.indices")
+    return [Task(f"{env}@{i}", env, None, {"agentgym": {"env": env, "idx": i}}) for r in ranges for i in r]
 
 
 def _osworld(cfg: Config) -> list[Task]:

@@ -167,8 +167,9 @@ def test_agentgym_tasks_are_numbers_of_the_env_server(tmp_path):
 
 
 @pytest.mark.parametrize("indices, expected", [
-    ("3-1", "runs backwards"), ("1,1", "listed twice"), ("a-3", "'a-3' is not a number"), ("1,,2", "'' is not"),
-    ("0-9999999999", "more than"), ("-1", "'-1' is not"), ("٣", "is not a number"), ("1" * 30, "is not a number"),
+    ("3-1", "needs low <= high"), ("1,1", "listed twice"), ("0-5,3-9", "3 is listed twice"),
+    ("a-3", "'a-3' is not a number"), ("1,,2", "'' is not"), ("0-9999999999", "more than 1000000 tasks"),
+    ("-1", "'-1' is not"), ("٣", "is not a number"), ("1" * 30, "is not a number"), ("1-2-3", "is not a number"),
 ])
 def test_bad_agentgym_indices_name_the_key(tmp_path, indices, expected):
     _refused(_agentgym_config(tmp_path, indices), "tasks.agentgym.indices", expected)

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 import gymnasium
-import miniwob  # noqa: F401  (registers the miniwob/* gymnasium ids)
+import miniwob
 from miniwob.constants import TASK_HEIGHT, TASK_WIDTH
 from miniwob.selenium_instance import HTML_DIR
 from selenium import webdriver
@@ -28,6 +28,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
 
 from cua_cli.envserver.pyautogui_subset import Command
+
+gymnasium.register_envs(miniwob)  # importing miniwob registers its ids; this says the import is used
 
 DEFAULT_EPISODE_MAX_TIME = 10.0  # seconds; MiniWoB's own default
 CHROME_ARGS = (
@@ -59,9 +61,11 @@ KEYS = {
 TEXT_KEYS = {"\n": Keys.ENTER, "\t": Keys.TAB}
 
 # Starts a fresh episode. Clicking the end-of-episode cover would start a new
-# one and wipe the reward, so that click handler is removed.
+# one and wipe the reward, so that click handler is removed. Nothing stays
+# focused from the last episode: keys typed first go nowhere, as on a new page.
 START_EPISODE_JS = """
 core.endEpisode(0);
+if (document.activeElement) document.activeElement.blur();
 Math.seedrandom(arguments[0]);
 core.setDataMode('train');
 core.EPISODE_MAX_TIME = arguments[1];
@@ -165,6 +169,18 @@ class MiniWobBrowser:
                 time.sleep(command.duration)
             elif not self.status()[0]:
                 self._perform(command)
+
+    def point(self, x: float, y: float, click: bool) -> None:
+        """Move the pointer to viewport pixel (x, y), anywhere in the window (an element's
+        centre may lie outside the task area), and click there if asked."""
+        mouse = PointerInput(interaction.POINTER_MOUSE, "mouse")
+        mouse.create_pointer_move(duration=0, x=round(x), y=round(y), origin="viewport")
+        if click:
+            mouse.create_pointer_down(button=MouseButton.LEFT)
+            mouse.create_pointer_up(MouseButton.LEFT)
+        ActionBuilder(self.driver, mouse=mouse).perform()
+        # The pyautogui-side pointer stays on its screen, the task area.
+        self._mouse = (min(max(round(x), 0), self.width - 1), min(max(round(y), 0), self.height - 1))
 
     def stop(self) -> None:
         """End the current episode so an idle browser does no work."""

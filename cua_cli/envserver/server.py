@@ -9,6 +9,9 @@ Responses are {"data": ...} or {"error": message}; screenshots are raw PNG.
 A client's mistake is a 4xx with a short message, and a program (code action) is
 parsed and checked whole before any of it runs. 500 means a fault of the server;
 its traceback goes to the server's log only.
+
+The same server also speaks AgentGym's WebArena protocol (agentgym_webarena.py);
+both protocols share one pool of browsers, so --max-envs bounds them together.
 """
 
 import hmac
@@ -22,7 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from cua_cli.envserver.miniwob_backend import DEFAULT_EPISODE_MAX_TIME, MiniWobBrowser, check_task
 from cua_cli.envserver.pyautogui_subset import DisallowedCode, parse_code
@@ -33,6 +36,7 @@ MAX_BODY_BYTES = 1 << 20
 MAX_EPISODE_TIME = 3600.0  # seconds
 MAX_SEED = 2**53 - 1  # larger seeds are not exact as the JavaScript numbers MiniWoB seeds with
 SESSION_PATH = re.compile(r"^/server/(execute|evaluate|release)/([^/]+)$")
+ENV_CLUSTER = "env-cluster"  # the kind of session the /server/* routes make and see
 
 
 class HTTPError(Exception):
@@ -47,6 +51,8 @@ class Session:
     task_id: Any
     env: str
     browser: MiniWobBrowser
+    kind: str = ENV_CLUSTER  # the protocol that made it; the other protocol's routes never see it
+    state: Any = None  # what that protocol keeps between requests (an AgentGym episode)
     created_at: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock)  # selenium is not thread-safe
     released: bool = False
@@ -80,13 +86,19 @@ class EnvPool:
 
     def allocate(self, task_id: Any, task: str, seed: int, episode_max_time: float) -> tuple[Session, str]:
         """Lock a browser showing a new episode of `task` (a name check_task accepts)."""
+        return self.open(uuid.uuid4().hex, ENV_CLUSTER, f"miniwob/{task}",
+                         lambda b: b.reset(task, seed, episode_max_time), task_id, task)
+
+    def open(self, server_id: str, kind: str, env: str, start: Callable[[MiniWobBrowser], Any],
+             task_id: Any = None, task: str | None = None) -> tuple[Session, Any]:
+        """Lock a browser for a new session, run start(browser) on it; (session, what start returned)."""
         with self._lock:
             if self._closed:
                 raise HTTPError(503, "env server is shutting down")
             if len(self._sessions) + self._starting >= self.max_envs:
                 raise HTTPError(503, f"all {self.max_envs} envs busy")
             # Prefer a browser already showing this task: no page load needed.
-            browser = next((b for b in self._idle if b.task == task), None)
+            browser = next((b for b in self._idle if task and b.task == task), None)
             browser = browser or (self._idle[-1] if self._idle else None)
             if browser:
                 self._idle.remove(browser)
@@ -96,12 +108,12 @@ class EnvPool:
         try:
             try:
                 browser = browser or MiniWobBrowser()
-                instruction = browser.reset(task, seed, episode_max_time)
+                started = start(browser)
             except BaseException:
                 if browser:
                     _close_quietly(browser)
                 raise
-            session = Session(uuid.uuid4().hex, task_id, f"miniwob/{task}", browser)
+            session = Session(server_id, task_id, env, browser, kind)
             with self._lock:
                 closed = self._closed
                 if not closed:
@@ -109,7 +121,7 @@ class EnvPool:
             if closed:
                 _close_quietly(browser)
                 raise HTTPError(503, "env server is shutting down")
-            return session, instruction
+            return session, started
         finally:
             with self._lock:
                 self._starting -= 1
@@ -117,17 +129,21 @@ class EnvPool:
 
     def use(self, server_id: str, action: Callable[[MiniWobBrowser], Any]) -> Any:
         """Run action(browser) while holding the session's lock."""
-        session = self._get(server_id)
+        return self.use_session(server_id, lambda s: action(s.browser))
+
+    def use_session(self, server_id: str, action: Callable[[Session], Any], kind: str = ENV_CLUSTER) -> Any:
+        """Run action(session) while holding the session's lock."""
+        session = self._get(server_id, kind)
         with session.lock:
             if session.released:
                 raise HTTPError(404, f"unknown server id {server_id!r}")
             try:
-                return action(session.browser)
+                return action(session)
             finally:
                 session.last_used = time.monotonic()
 
-    def release(self, server_id: str) -> None:
-        session = self._get(server_id)
+    def release(self, server_id: str, kind: str = ENV_CLUSTER) -> None:
+        session = self._get(server_id, kind)
         with session.lock:  # waits for an in-flight action to finish
             if session.released:
                 raise HTTPError(404, f"unknown server id {server_id!r}")
@@ -149,21 +165,23 @@ class EnvPool:
         """Release the sessions nobody has used for `idle_timeout_s`."""
         deadline = time.monotonic() - self.idle_timeout_s
         with self._lock:
-            idle = [sid for sid, s in self._sessions.items() if s.last_used < deadline]
-        for sid in idle:
+            idle = [(sid, s.kind) for sid, s in self._sessions.items() if s.last_used < deadline]
+        for sid, kind in idle:
             try:
-                self.release(sid)
+                self.release(sid, kind)
                 log.warning("released env %s: no request for %.0f s", sid, self.idle_timeout_s)
             except HTTPError:
                 pass  # released meanwhile
 
-    def sessions(self) -> list[dict]:
+    def sessions(self, kind: str = ENV_CLUSTER) -> list[dict]:
+        """The live sessions of one kind; service_id is server_id under the name DART's client reads."""
         with self._lock:
             sessions = list(self._sessions.values())
         return [
-            {"server_id": s.server_id, "created_at": s.created_at, "task_id": s.task_id, "env": s.env}
+            {"server_id": s.server_id, "service_id": s.server_id, "created_at": s.created_at,
+             "task_id": s.task_id, "env": s.env}
             for s in sessions
-            if not s.released
+            if not s.released and s.kind == kind
         ]
 
     def close_all(self, wait_s: float = 60.0) -> None:
@@ -182,10 +200,10 @@ class EnvPool:
         with self._lock:  # allocations under way quit their own browser once they see `_closed`
             self._started.wait_for(lambda: self._starting == 0, timeout=wait_s)
 
-    def _get(self, server_id: str) -> Session:
+    def _get(self, server_id: str, kind: str) -> Session:
         with self._lock:
             session = self._sessions.get(server_id)
-        if session is None:
+        if session is None or session.kind != kind:
             raise HTTPError(404, f"unknown server id {server_id!r}")
         return session
 
@@ -193,8 +211,9 @@ class EnvPool:
 class EnvServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], pool: EnvPool, token: str, verbose: bool):
+    def __init__(self, address: tuple[str, int], pool: EnvPool, token: str, verbose: bool, agentgym):
         self.pool = pool
+        self.agentgym = agentgym  # AgentGym's WebArena routes (agentgym_webarena.WebArenaRoutes)
         self.token = token
         self.verbose = verbose
         self._next_expiry = 0.0
@@ -230,7 +249,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body()  # read first so the connection stays usable on errors
             self._authorize()
-            result = self._route(method, self.path.split("?", 1)[0], body)
+            path, _, query = self.path.partition("?")
+            if path in self.server.agentgym.routes:
+                self._send(*self.server.agentgym.handle(method, path, query, body))
+                return
+            result = self._route(method, path, body)
             if isinstance(result, bytes):
                 self._send(200, result, "image/png")
             else:
@@ -371,10 +394,17 @@ def make_server(
     token_env: str = "CUA_ENV_TOKEN",
     verbose: bool = False,
     idle_timeout_s: float = 0.0,
+    agentgym_tasks: Sequence[str] = (),
+    agentgym_seeds: Sequence[range] = (range(100),),
 ) -> EnvServer:
-    """Bind the server (not yet serving); port 0 picks a free port (server.server_address[1])."""
+    """Bind the server (not yet serving); port 0 picks a free port (server.server_address[1]).
+    AgentGym's WebArena routes serve (task, seed) pairs of agentgym_tasks x agentgym_seeds (none: off)."""
+    # Imported here: that module builds on this one.
+    from cua_cli.envserver.agentgym_webarena import WebArenaRoutes
+
     token = os.environ.get(token_env, "") if token_env else ""
-    return EnvServer((host, port), EnvPool(max_envs, idle_timeout_s), token, verbose)
+    pool = EnvPool(max_envs, idle_timeout_s)
+    return EnvServer((host, port), pool, token, verbose, WebArenaRoutes(pool, agentgym_tasks, agentgym_seeds))
 
 
 def serve(
@@ -384,9 +414,11 @@ def serve(
     token_env: str = "CUA_ENV_TOKEN",
     verbose: bool = False,
     idle_timeout_s: float = 0.0,
+    agentgym_tasks: Sequence[str] = (),
+    agentgym_seeds: Sequence[range] = (range(100),),
 ) -> None:
     """Serve until SIGTERM/SIGINT, then quit all browsers. Prints the listening URL first."""
-    server = make_server(host, port, max_envs, token_env, verbose, idle_timeout_s)
+    server = make_server(host, port, max_envs, token_env, verbose, idle_timeout_s, agentgym_tasks, agentgym_seeds)
 
     def on_signal(signum, frame):
         # shutdown() waits for serve_forever() to return, so it must run on another thread.
@@ -394,6 +426,8 @@ def serve(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     print(f"cua env-server listening on http://{host}:{server.server_address[1]}", flush=True)
+    if server.agentgym.size:
+        print(f"AgentGym WebArena routes serve idx 0-{server.agentgym.size - 1}", flush=True)
     try:
         server.serve_forever()
     finally:
