@@ -11,6 +11,7 @@ from cua_cli.budget import Budget
 from cua_cli.envs.agentgym import AgentGymEnv
 from cua_cli.errors import EnvError, TaskRefused
 from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.runfolder.names import pair_key
 from cua_cli.tasks import Task
 
 # One env of each protocol family.
@@ -145,3 +146,36 @@ runner: {{num_envs: 1, max_steps: 1}}
     assert json.loads((run / "run.json").read_text())["format_version"] == 2
     stats = run_cua("stats", str(run), "--format", "json")
     assert stats.returncode == 0 and json.loads(stats.stdout)["runs"][0]["success_rate"] == 0.5
+
+
+def test_the_local_server_plays_agentgym_webarena_on_real_miniwob(write, tmp_path):
+    """`env.url: local` with env.kind agentgym: cua starts its own env server with AgentGym's WebArena
+    routes over real MiniWoB++, and the webarena agent's fenced click wins click-test (button [3])."""
+    recorded = _replay_run(tmp_path, {"webarena@0": "The button is [3]. In summary, the next action I will "
+                                                    "perform is ```click [3]```",
+                                      "webarena@1": "Nothing to do. In summary, the next action I will perform "
+                                                    "is ```stop [done]```"})
+    cfg = write("local.yaml", f"""
+run: {{name: local-ag, results_dir: {tmp_path}/results}}
+tasks: {{kind: agentgym, agentgym: {{indices: "0-1"}}}}
+env:
+  kind: agentgym
+  agentgym: {{env: webarena}}
+  local: {{max_envs: 1, agentgym_tasks: [click-test], agentgym_seeds: "0-1"}}
+agent: {{kind: webarena}}
+model: {{provider: replay, replay_run: {json.dumps(recorded)}}}
+runner: {{num_envs: 1, max_steps: 2}}
+""")
+    r = run_cua("rollout", str(cfg))
+    assert r.returncode == 0, r.stderr
+    run = next((tmp_path / "results").iterdir())
+    final = {rec["task_id"]: rec for rec in read_lines(run / "episodes.jsonl")}
+    won, stopped = final["webarena@0"], final["webarena@1"]
+    assert won["outcome"] == "success" and won["reward"] == 1.0 and won["stop_reason"] == "env_done"
+    assert stopped["outcome"] == "failure" and stopped["stop_reason"] == "finished" and stopped["steps"] == 1
+    (step,) = read_lines(run / won["traj"] / "traj.jsonl")
+    assert "[3] button 'Click Me!'" in step["observation"] and "OBJECTIVE: Click the button." in step["observation"]
+    assert step["commands"] == ["```click [3]```"] and step["action"][0]["type"] == "click"
+    assert run_cua("view", str(run)).returncode == 0
+    page = (run / "view" / "episodes" / f"{pair_key('webarena@0', 0)}.html").read_text()
+    assert '<pre class="observation">' in page and "[3] button &#x27;Click Me!&#x27;" in page  # text, not a picture

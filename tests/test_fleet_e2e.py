@@ -16,7 +16,7 @@ from collections import Counter
 import psutil
 import pytest
 
-from conftest import CUA, run_cua, start_tiny_fleet
+from conftest import CUA, ROOT, run_cua, start_tiny_fleet
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
 from faultproxy import FaultProxy, chaos
@@ -208,6 +208,24 @@ runner: {{num_envs: 2, max_steps: 4, step_timeout_s: {step_timeout}, max_attempt
               "pairs_ending_as_errors": sum(x["outcome"] == "error" for x in final.values()),
               "attempts_by_stop_reason": dict(Counter(x["stop_reason"] for x in lines))}
     print("chaos:", json.dumps(report))
+
+
+def test_text_agent_through_fleet_on_cuas_agentgym_server(fleet):
+    """The repo's AgentGym config as a user runs it: the webarena text agent, held to WebArena's grammar
+    by guided decoding on real vLLM, plays real MiniWoB++ through cua's own AgentGym WebArena routes."""
+    work, fleet_file, _ = fleet
+    r = run_cua("rollout", str(ROOT / "configs" / "agentgym-webarena.yaml"), "--fleet", str(fleet_file),
+                "--set", f"run.results_dir={work}/results-agentgym", "--set", "model.retries=1", timeout=600)
+    assert r.returncode == 0, r.stderr
+    (run,) = (work / "results-agentgym").iterdir()
+    final = _final(run)
+    assert len(final) == 8 and all(rec["outcome"] != "error" for rec in final.values()), final
+    steps = [s for rec in final.values() for s in read_lines(run / rec["traj"] / "traj.jsonl")]
+    assert steps and all(s["screenshot"] is None and "OBJECTIVE:" in s["observation"] for s in steps)
+    assert all(s["parse_retries"] == 0 and s["commands"][0].startswith("```") for s in steps), "guided answers parse"
+    seconds = sorted(sum(s["timings"].values()) for s in steps)
+    print(f"agentgym: {len(steps)} steps, median {seconds[len(seconds) // 2]:.2f} s per step, "
+          f"success {sum(rec['outcome'] == 'success' for rec in final.values())}/8")
 
 
 def test_stop_models_leaves_no_process(fleet):

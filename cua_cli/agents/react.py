@@ -12,7 +12,7 @@ from ..errors import ParseError
 from ..models import AnswerFormat, ModelSession
 from . import Answer
 from .agentgym_prompts import ACTION_PATTERNS, EXAMPLES, INSTRUCTIONS
-from .text import MAX_ANSWER_CHARS, TextEpisode
+from .text import GUIDED_THOUGHT_CHARS, MAX_ANSWER_CHARS, TextEpisode
 
 MAX_ACTION_CHARS = 4000
 _ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*", re.M)
@@ -59,7 +59,7 @@ class ReactEpisode(TextEpisode):
 
     def answer_format(self) -> AnswerFormat:
         env = self.agent.env
-        return AnswerFormat(rf"Thought: [^\n]{{1,300}}\nAction: (?:{ACTION_PATTERNS[env]})",
+        return AnswerFormat(rf"Thought: [^\n]{{1,{GUIDED_THOUGHT_CHARS}}}\nAction: (?:{ACTION_PATTERNS[env]})",
                             lambda rng: _random(rng, env))
 
 

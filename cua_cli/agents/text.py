@@ -14,6 +14,8 @@ from . import Turn
 from .asking import AskingEpisode
 
 MAX_ANSWER_CHARS = 64 * 1024  # longer text is not an answer to parse
+# Guided decoding bounds the reasoning before the action, so the action always fits in max_tokens.
+GUIDED_THOUGHT_CHARS = 100
 ACK = "OK. I will follow these instructions and give one action at a time."
 
 

@@ -13,7 +13,7 @@ from ..errors import ParseError
 from ..models import AnswerFormat, ModelSession
 from . import Answer
 from .agentgym_prompts import WEBARENA_ACTION_PATTERN, WEBARENA_INSTRUCTIONS
-from .text import MAX_ANSWER_CHARS, TextEpisode
+from .text import GUIDED_THOUGHT_CHARS, MAX_ANSWER_CHARS, TextEpisode
 
 MAX_ACTION_CHARS = 4000
 SUMMARY = "In summary, the next action I will perform is "
@@ -65,8 +65,9 @@ class WebArenaEpisode(TextEpisode):
 
     def answer_format(self) -> AnswerFormat:
         ids = _IDS.findall(self.observation)
-        return AnswerFormat(rf"[A-Za-z0-9 ,.']{{1,300}}\. {SUMMARY}```(?:{WEBARENA_ACTION_PATTERN})```",
-                            lambda rng: _random(rng, ids), f"The recording ends here. {SUMMARY}```stop [N/A]```")
+        grammar = rf"[A-Za-z0-9 ,.']{{1,{GUIDED_THOUGHT_CHARS}}}\. {SUMMARY}```(?:{WEBARENA_ACTION_PATTERN})```"
+        end = f"The recording ends here. {SUMMARY}```stop [N/A]```"
+        return AnswerFormat(grammar, lambda rng: _random(rng, ids), end)
 
 
 def _random(rng: random.Random, ids: list[str]) -> str:
