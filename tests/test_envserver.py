@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from http.client import HTTPConnection
 
@@ -16,30 +15,16 @@ import pytest
 import requests
 from PIL import Image
 
-from cua_cli.envserver.server import make_server
-
-UNSET_TOKEN_ENV = "CUA_TEST_TOKEN_NEVER_SET"
-
-
-def start(**kwargs):
-    server = make_server(port=0, **kwargs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
-def stop(server):
-    server.shutdown()
-    server.server_close()
-    server.close_all()
+from conftest import UNSET_TOKEN_ENV, start_env_server, stop_env_server
 
 
 @pytest.fixture(scope="module")
 def env():
-    server, url = start(max_envs=2, token_env=UNSET_TOKEN_ENV)
+    server, url = start_env_server(max_envs=2, token_env=UNSET_TOKEN_ENV)
     http = requests.Session()  # keep-alive across calls
     yield server, url, http
     http.close()
-    stop(server)
+    stop_env_server(server)
 
 
 def allocate(url, http, task, seed, **config):
@@ -227,7 +212,7 @@ def test_bad_content_length_is_refused(env, length, status):
 
 
 def test_capacity():
-    server, url = start(max_envs=1, token_env=UNSET_TOKEN_ENV)
+    server, url = start_env_server(max_envs=1, token_env=UNSET_TOKEN_ENV)
     try:
         http = requests.Session()
         sid = allocate(url, http, "click-test", 0)["server_id"]
@@ -238,12 +223,12 @@ def test_capacity():
         assert execute(url, http, sid, "screenshot").status_code == 200
         release(url, http, sid)
     finally:
-        stop(server)
+        stop_env_server(server)
 
 
 def test_an_env_nobody_uses_is_released_for_its_lost_client():
     # A client whose allocation answer was lost never releases: the server must, or the env is gone for good.
-    server, url = start(max_envs=1, token_env=UNSET_TOKEN_ENV, idle_timeout_s=1.0)
+    server, url = start_env_server(max_envs=1, token_env=UNSET_TOKEN_ENV, idle_timeout_s=1.0)
     try:
         http = requests.Session()
         sid = allocate(url, http, "click-test", 0)["server_id"]
@@ -256,19 +241,19 @@ def test_an_env_nobody_uses_is_released_for_its_lost_client():
         sid = allocate(url, http, "click-test", 1)["server_id"]  # the env is free again
         release(url, http, sid)
     finally:
-        stop(server)
+        stop_env_server(server)
 
 
 def test_token(monkeypatch):
     monkeypatch.setenv("CUA_TEST_TOKEN", "tok")
-    server, url = start(token_env="CUA_TEST_TOKEN")
+    server, url = start_env_server(token_env="CUA_TEST_TOKEN")
     try:
         assert requests.get(f"{url}/server/list").status_code == 401
         assert requests.get(f"{url}/server/list", headers={"Authorization": "Bearer nope"}).status_code == 401
         assert requests.get(f"{url}/server/list", headers={"Authorization": "Bearer tok"}).json() == {"data": []}
         assert requests.get(f"{url}/server/list", headers={"Authorization": "tok"}).status_code == 200
     finally:
-        stop(server)
+        stop_env_server(server)
 
 
 def test_serve_prints_port_and_stops_on_sigterm():

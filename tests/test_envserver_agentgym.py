@@ -1,32 +1,18 @@
 """AgentGym's WebArena protocol on `cua env-server`: real Chromium, real MiniWoB, real HTTP."""
 
 import re
-import threading
 import time
 
 import pytest
 import requests
 from click.testing import CliRunner
 
+from conftest import UNSET_TOKEN_ENV, start_env_server, stop_env_server
 from cua_cli.cli import main
 from cua_cli.envserver.agentgym_webarena import KIND, WebArenaRoutes, parse_action, parse_seeds, parse_tasks
-from cua_cli.envserver.server import make_server
 
-UNSET_TOKEN_ENV = "CUA_TEST_TOKEN_NEVER_SET"
 TASKS = ["click-test", "enter-text", "choose-list"]
 N_SEEDS = 5  # idx = task_index * 5 + seed
-
-
-def start(**kwargs):
-    server = make_server(port=0, **kwargs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
-def stop(server):
-    server.shutdown()
-    server.server_close()
-    server.close_all()
 
 
 def idx(task, seed):
@@ -45,7 +31,7 @@ def tree(observation):
 
 # Before the module's server exists, so no more than 2 browsers live at once.
 def test_shutdown_quits_the_browsers_of_agentgym_envs():
-    server, url = start(max_envs=1, token_env=UNSET_TOKEN_ENV, agentgym_tasks=["click-test"],
+    server, url = start_env_server(max_envs=1, token_env=UNSET_TOKEN_ENV, agentgym_tasks=["click-test"],
                         agentgym_seeds=[range(1)])
     try:
         env = requests.post(f"{url}/create").json()["env_idx"]
@@ -53,18 +39,18 @@ def test_shutdown_quits_the_browsers_of_agentgym_envs():
         assert driver.service.process.poll() is None
         assert requests.post(f"{url}/create").status_code == 503  # one browser, taken
     finally:
-        stop(server)
+        stop_env_server(server)
     assert driver.service.process.poll() is not None
 
 
 @pytest.fixture(scope="module")
 def env():
-    server, url = start(max_envs=2, token_env=UNSET_TOKEN_ENV, agentgym_tasks=TASKS,
+    server, url = start_env_server(max_envs=2, token_env=UNSET_TOKEN_ENV, agentgym_tasks=TASKS,
                         agentgym_seeds=[range(N_SEEDS)])
     http = requests.Session()
     yield server, url, http
     http.close()
-    stop(server)
+    stop_env_server(server)
 
 
 def create(url, http):
@@ -286,7 +272,7 @@ def test_agentgym_envs_share_the_pool_and_hide_from_server_list(env, monkeypatch
 
 def test_token_guards_the_agentgym_routes(monkeypatch):
     monkeypatch.setenv("CUA_TEST_TOKEN", "tok")
-    server, url = start(token_env="CUA_TEST_TOKEN", agentgym_tasks=["click-test"])
+    server, url = start_env_server(token_env="CUA_TEST_TOKEN", agentgym_tasks=["click-test"])
     try:
         for method, route in (("GET", "/"), ("POST", "/create"), ("POST", "/step"), ("GET", "/list_envs")):
             assert requests.request(method, url + route).status_code == 401
@@ -294,18 +280,18 @@ def test_token_guards_the_agentgym_routes(monkeypatch):
         assert requests.get(url, headers={"Authorization": "Bearer tok"}).text == "ok"
         assert requests.get(f"{url}/list_envs", headers={"Authorization": "tok"}).json() == []
     finally:
-        stop(server)
+        stop_env_server(server)
 
 
 def test_routes_are_off_without_tasks():
-    server, url = start(token_env=UNSET_TOKEN_ENV)
+    server, url = start_env_server(token_env=UNSET_TOKEN_ENV)
     try:
         for method, route in (("GET", "/"), ("POST", "/create"), ("POST", "/reset"), ("GET", "/observation")):
             r = requests.request(method, url + route, json={})
             assert r.status_code == 404 and "without --agentgym-tasks" in r.json()["error"]
         assert requests.get(f"{url}/server/list").json() == {"data": []}
     finally:
-        stop(server)
+        stop_env_server(server)
 
 
 def test_idx_is_task_major():
