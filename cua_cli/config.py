@@ -280,6 +280,8 @@ class ModelConfig:
     routing: Literal["sticky", "round_robin"] = "sticky"  # sticky: one server per episode (prefix cache)
     record_prompt: bool = False      # RL: store the exact messages sent (images by file name)
     record_logprobs: bool = False    # RL: store sampled token ids and their logprobs
+    # RL: store prompt and response token ids, response logprobs, finish reason, sampling parameters (and the prompt)
+    record_tokens: bool = False
     seed: int = _checked(0, _Between(-MAX_INT - 1, MAX_INT))   # random provider
     replay_run: Optional[str] = _checked(None, _nonempty)      # replay provider: run folder to replay
 

@@ -57,3 +57,37 @@ def test_random_baseline_takes_any_task_id_and_repeats_itself():
     again = [_ask(RandomActions(7).session("bad\udcffid", 0), step) for step in range(5)]
     assert first == again
     assert all(parse_response(text, 100, 100).actions for text in first)
+
+
+class _Answer:
+    """What `requests` gives the OpenAI provider: just the JSON."""
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def json(self):
+        return self.payload
+
+
+def _completion(logprobs, token_ids=None, prompt_token_ids=None, names=False):
+    content = [{"token": f"token_id:{t}" if names else "x", "logprob": lp} for t, lp in zip(token_ids or [], logprobs)]
+    return {"prompt_token_ids": prompt_token_ids,
+            "choices": [{"message": {"content": "Action: wait()"}, "finish_reason": "stop", "token_ids": token_ids,
+                         "logprobs": {"content": content}}]}
+
+
+def test_the_openai_provider_reads_token_ids_and_logprobs_as_vllm_returns_them():
+    from cua_cli.models.openai_chat import _reply
+
+    reply = _reply(_Answer(_completion([-0.5, -1.0], [7, 8], [1, 2, 3])), "ids")
+    assert (reply.prompt_token_ids, reply.token_ids, reply.logprobs, reply.finish_reason) == \
+        ([1, 2, 3], [7, 8], [-0.5, -1.0], "stop")
+    assert reply.token_fields() == {"prompt_token_ids": [1, 2, 3], "response_token_ids": [7, 8],
+                                    "response_logprobs": [-0.5, -1.0], "finish_reason": "stop"}
+    named = _reply(_Answer(_completion([-0.5], [7], names=True)), "names")
+    assert named.token_fields() == {"token_ids": [7], "logprobs": [-0.5]}
+    # Logprobs that do not line up with the tokens, or that are not numbers, make a malformed answer.
+    assert _reply(_Answer(_completion([-0.5], [7, 8], [1])), "ids") is None
+    assert _reply(_Answer(_completion([float("nan"), -1.0], [7, 8], [1])), "ids") is None
+    assert _reply(_Answer(_completion([-0.5], [7], None)), "ids") is None
+    assert _reply(_Answer(_completion([-0.5], [-7], [1])), "ids") is None

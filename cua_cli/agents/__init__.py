@@ -59,7 +59,10 @@ class Turn:
     def failed(self, error: str, stop: str, **extra) -> None:
         """The latest answer failed; the step ends with `stop` unless another answer comes."""
         self.error, self.stop = error, stop
-        self._failure = {"response": self.reply.text, **_tokens(self.reply), "error": error, **extra}
+        # A retry may reach another server, even another policy: each try says which answered it.
+        source = {k: getattr(self.reply, k) for k in ("model_version", "policy_version")
+                  if getattr(self.reply, k) is not None}
+        self._failure = {"response": self.reply.text, **self.reply.token_fields(), **source, "error": error, **extra}
 
 
 @dataclass
@@ -69,11 +72,6 @@ class Answer:
     actions: list[dict]      # structured, for the record
     send: list               # what the env is to do
     stop: str | None = None  # the agent ends the episode after it (finished, call_user)
-
-
-def _tokens(reply: Reply) -> dict:
-    """The sampled tokens of an answer, when the model reported them."""
-    return {} if reply.token_ids is None else {"token_ids": reply.token_ids, "logprobs": reply.logprobs}
 
 
 class AgentEpisode(Protocol):

@@ -58,7 +58,8 @@ class Supervisor:
                 port += 1
             cmd = vllm_command(spec.model, port, max(len(gpus), 1), served, spec.vllm_args)
             self.servers.append(Server(i, gpus, port, spec.model, served, cmd, dict(spec.env),
-                                       self.logs_dir / f"server-{i}.log", meta={"model_version": spec.model}))
+                                       self.logs_dir / f"server-{i}.log",
+                                       meta={"model_version": spec.model, "policy_version": 0}))
             port += 1
         self.ready: set[int] = set()
         self.failed_checks = {s.index: 0 for s in self.servers}
@@ -156,7 +157,9 @@ class Supervisor:
             self.ready.discard(s.index)
             self.publish()  # clients stop sending new work here first
             s.stop()
+            # A trainer orders samples by policy_version: it counts this server's reloads.
             s.model, s.meta["model_version"] = model, version
+            s.meta["policy_version"] = old[2].get("policy_version", 0) + 1
             s.cmd = vllm_command(model, s.port, max(len(s.gpus), 1), self.served, self.spec.vllm_args)
             if not self._start_and_wait(s):
                 self.log(f"server {s.index}: {model} did not come up; back to {old[0]}, reload stopped\n"

@@ -58,8 +58,21 @@ class Reply:
     text: str
     endpoint: str | None = None
     model_version: str | None = None
-    token_ids: list[int] | None = None     # with record_logprobs: the sampled tokens
+    policy_version: int | None = None      # grows with each rolling reload of the fleet
+    token_ids: list[int] | None = None     # with record_logprobs or record_tokens: the sampled tokens
     logprobs: list[float] | None = None    # one per sampled token
+    prompt_token_ids: list[int] | None = None   # with record_tokens: the prompt as the server tokenized it
+    finish_reason: str | None = None
+    sampling: dict | None = None           # with record_tokens: the sampling parameters sent
+
+    def token_fields(self) -> dict:
+        """The tokens of this answer as a step records them (see README, run folder)."""
+        if self.prompt_token_ids is not None:  # model.record_tokens
+            return {"prompt_token_ids": self.prompt_token_ids, "response_token_ids": self.token_ids,
+                    "response_logprobs": self.logprobs, "finish_reason": self.finish_reason}
+        if self.token_ids is not None:  # model.record_logprobs
+            return {"token_ids": self.token_ids, "logprobs": self.logprobs}
+        return {}
 
 
 class ModelSession(Protocol):

@@ -9,6 +9,7 @@ afresh whenever the file changes (a rolling reload changes it under us).
 
 import base64
 import itertools
+import math
 import os
 import re
 import threading
@@ -21,7 +22,7 @@ from ..retry import with_retries
 from . import Image, Params, Reply
 from .routing import Router
 
-_TOKEN = re.compile(r"token_id:[0-9]{1,12}")
+_TOKEN_NAME = re.compile(r"token_id:[0-9]{1,12}")
 
 
 class OpenAIChat:
@@ -45,19 +46,20 @@ class OpenAIChat:
         """Episodes in flight per endpoint, counted across every runner process."""
         return Router(len(cfg.model.endpoints), ctx)
 
-    def version(self, endpoint: str) -> str | None:
-        """The model version the fleet file gives for this endpoint."""
+    def version(self, endpoint: str) -> tuple[str | None, int | None]:
+        """The model version and policy version the fleet file gives for this endpoint."""
         if not self.fleet_file:
-            return None
+            return None, None
         try:
             mtime = os.stat(self.fleet_file).st_mtime
             if mtime != self._versions[0]:
                 servers = read_fleet(self.fleet_file)["servers"]
-                self._versions = (mtime, {api_base(s["url"]): s.get("model_version") or s.get("model")
+                self._versions = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
+                                                               _policy(s.get("policy_version")))
                                           for s in servers})
         except (OSError, FleetFileError):
             pass  # mid-rewrite or gone: keep the versions last read
-        return self._versions[1].get(endpoint)
+        return self._versions[1].get(endpoint, (None, None))
 
     def http(self) -> requests.Session:
         if not hasattr(self._local, "http"):
@@ -84,10 +86,10 @@ class _Session:
         for _ in range(len(self.chat.endpoints)):
             endpoint = self.chat.endpoints[self.index]
             try:
-                version = self.chat.version(endpoint)
+                version, policy = self.chat.version(endpoint)
                 reply = with_retries(lambda: self._post(endpoint, messages, params), self.chat.cfg.retries,
                                      f"model {endpoint}", params.budget.should_stop, error=ModelError)
-                reply.endpoint, reply.model_version = endpoint, version
+                reply.endpoint, reply.model_version, reply.policy_version = endpoint, version, policy
                 return reply
             except ModelError as e:
                 errors.append(str(e))
@@ -106,13 +108,18 @@ class _Session:
                 "max_tokens": c.max_tokens}
         if c.guided and params.answers.grammar:
             body["structured_outputs"] = {"regex": params.answers.grammar}
-        if c.record_logprobs:
+        if c.record_tokens:  # vLLM: the prompt's and the answer's token ids beside the answer
+            body.update(logprobs=True, return_token_ids=True)
+        elif c.record_logprobs:
             body.update(logprobs=True, return_tokens_as_token_ids=True)
         r = self.chat.http().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout(c.timeout_s))
         r.raise_for_status()
-        reply = _reply(r, c.record_logprobs)
+        reply = _reply(r, "ids" if c.record_tokens else "names" if c.record_logprobs else None)
         if reply is None:
             raise ModelError(f"model {endpoint}: malformed answer: {r.text!r}")
+        if c.record_tokens:
+            reply.sampling = {"temperature": c.temperature, "max_tokens": c.max_tokens,
+                              "guided": bool(c.guided and params.answers.grammar)}
         return reply
 
 
@@ -126,8 +133,13 @@ def _wire(message: dict) -> dict:
         if isinstance(p, Image) else p for p in content]}
 
 
-def _reply(r: requests.Response, with_tokens: bool) -> Reply | None:
-    """The first choice of a chat completion; None when the answer is not one."""
+def _reply(r: requests.Response, tokens: str | None) -> Reply | None:
+    """The first choice of a chat completion; None when the answer is not one.
+
+    `tokens`: "ids" reads the token ids vLLM returns with return_token_ids (the
+    prompt's and the answer's), "names" the ids it writes as token names
+    ("token_id:N") with return_tokens_as_token_ids; both with their logprobs.
+    """
     try:
         payload = r.json()
     except (ValueError, RecursionError):
@@ -139,18 +151,36 @@ def _reply(r: requests.Response, with_tokens: bool) -> Reply | None:
     if not (content is None or isinstance(content, str)):
         return None
     reply = Reply(content or "")
-    if with_tokens:
-        # vLLM names sampled tokens "token_id:N" when asked for ids.
-        logprobs = choice.get("logprobs")
-        tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
-        if not isinstance(tokens, list) or not all(_token(t) for t in tokens):
+    if tokens is None:
+        return reply
+    logprobs = choice.get("logprobs")
+    sampled = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(sampled, list) or not all(isinstance(t, dict) and _number(t.get("logprob")) for t in sampled):
+        return None
+    reply.logprobs = [float(t["logprob"]) for t in sampled]
+    if tokens == "names":
+        if not all(isinstance(t.get("token"), str) and _TOKEN_NAME.fullmatch(t["token"]) for t in sampled):
             return None
-        reply.token_ids = [int(t["token"][len("token_id:"):]) for t in tokens]  # at most 12 digits: _TOKEN
-        reply.logprobs = [float(t["logprob"]) for t in tokens]
+        reply.token_ids = [int(t["token"][len("token_id:"):]) for t in sampled]  # at most 12 digits
+        return reply
+    prompt, answer = payload.get("prompt_token_ids"), choice.get("token_ids")
+    # One logprob per sampled token, or a trainer's importance weights silently fall back to 1.
+    if not (_ids(prompt) and _ids(answer) and len(answer) == len(reply.logprobs)):
+        return None
+    reply.prompt_token_ids, reply.token_ids = prompt, answer
+    finish = choice.get("finish_reason")
+    reply.finish_reason = finish if isinstance(finish, str) else None
     return reply
 
 
-def _token(t) -> bool:
-    """A sampled token as vLLM reports it with return_tokens_as_token_ids."""
-    return (isinstance(t, dict) and isinstance(t.get("token"), str) and _TOKEN.fullmatch(t["token"]) is not None
-            and type(t.get("logprob")) in (int, float))
+def _number(v) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _ids(v) -> bool:
+    """A list of token ids: ints of a vocabulary's size."""
+    return isinstance(v, list) and all(type(t) is int and 0 <= t < 1 << 40 for t in v)
+
+
+def _policy(v) -> int | None:
+    return v if type(v) is int and v >= 0 else None

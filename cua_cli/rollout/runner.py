@@ -76,7 +76,7 @@ class Runner:
                 self.queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
                 continue
             rec = Episode(item, task, self.folder, self.env, self.model, self.agent, self.limits, stop.is_set,
-                          self.redact, self.cfg.model.record_prompt).run_episode()
+                          self.redact, self.cfg.model.record_prompt or self.cfg.model.record_tokens).run_episode()
             self.queue.finish(item, rec, retry=rec["outcome"] == "error",
                               count_error=rec["stop_reason"] != "interrupted",
                               give_up=rec["stop_reason"] == "bad_task")

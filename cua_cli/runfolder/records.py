@@ -152,9 +152,12 @@ def turn_fields(turn) -> dict:
     out = {"thought": turn.thought, "action": turn.actions, "commands": turn.sent,
            "parse_retries": max(turn.tries - 1, 0)}
     if reply is not None:
-        out.update(response=reply.text, endpoint=reply.endpoint, model_version=reply.model_version)
-        if reply.token_ids is not None:
-            out.update(token_ids=reply.token_ids, logprobs=reply.logprobs)
+        out.update(response=reply.text, endpoint=reply.endpoint, model_version=reply.model_version,
+                   **reply.token_fields())
+        if reply.policy_version is not None:
+            out["policy_version"] = reply.policy_version
+        if reply.sampling is not None:
+            out["sampling"] = reply.sampling
     if turn.error is not None:
         out["error"] = turn.error
     if turn.failed_tries:

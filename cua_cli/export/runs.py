@@ -1,0 +1,109 @@
+"""The run folders to export: each counted once, its id, and its finished attempts.
+
+Only `episodes.jsonl` says an attempt has finished, so a run still going
+exports its finished attempts only; a torn last line is skipped (scan).
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.records import episode_record, supersedes
+
+
+@dataclass
+class Run:
+    path: Path                  # as given
+    real: str                   # its real path: every file read must be inside it
+    run_id: str
+    lines: list = field(default_factory=list)   # (line number, episode record), in file order
+
+    def attempts(self, all_attempts: bool) -> list:
+        """(line, record) of the attempts to export, in file order: each pair's final
+        attempt, or every attempt (a line repeated for the same attempt counts once)."""
+        latest = {}
+        for n, rec in self.lines:
+            key = (rec["task_id"], rec["sample"]) + ((rec["attempt"],) if all_attempts else ())
+            old = latest.get(key)
+            if old is None or supersedes(rec, old[1]):
+                latest[key] = (n, rec)
+        return sorted(latest.values(), key=lambda x: x[0])
+
+    def finals(self) -> list[dict]:
+        """Each pair's final record: what group statistics are computed over."""
+        return [rec for _, rec in self.attempts(False)]
+
+    def traj_dir(self, rec: dict, where: str) -> tuple[str, str] | None:
+        """(folder relative to the run, real path) of an attempt's trajectory; None when it
+        has none, or (with a warning) when it leads out of the run folder."""
+        traj = rec.get("traj")
+        if not traj:
+            return None
+        try:
+            real = os.path.realpath(os.path.join(self.real, traj))
+        except (OSError, ValueError):  # a NUL byte, an unencodable name
+            real = ""
+        if not real.startswith(os.path.join(self.real, "")):
+            warn(f"{where}: traj {traj[:80]!r} leads out of the run folder; not read")
+            return None
+        return traj, real
+
+
+def open_runs(paths: list[Path]) -> list[Run]:
+    """The runs given, each once: by real path, then by run_id."""
+    runs, by_real, by_id = [], {}, {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if not os.path.isfile(os.path.join(real, "run.json")):
+            why = ("no such folder" if not os.path.exists(real) else "not a folder" if not os.path.isdir(real)
+                   else "not a cua run folder (no run.json)")
+            raise InputError(f"{path}: {why}")
+        if real in by_real:
+            warn(f"{path}: the same folder as {by_real[real]}; exported once")
+            continue
+        by_real[real] = path
+        run_id = _run_id(path, real)
+        if run_id in by_id:
+            warn(f"{path}: the same run_id {run_id!r} as {by_id[run_id]}; exported once")
+            continue
+        by_id[run_id] = path
+        runs.append(Run(path, real, run_id, _episodes(path, real)))
+    return runs
+
+
+def _run_id(path: Path, real: str) -> str:
+    """run.json's run_id; the folder's name (with a warning) when it has none."""
+    file = os.path.join(real, "run.json")
+    try:
+        with open(file, "rb") as f:
+            meta = json.loads(f.read())
+    except OSError as e:
+        raise InputError(f"{path}/run.json: cannot read: {e.strerror}") from None
+    except (ValueError, RecursionError):
+        meta = None
+    run_id = meta.get("run_id") if isinstance(meta, dict) else None
+    if isinstance(run_id, str) and run_id:
+        return run_id
+    warn(f"{path}/run.json: no run_id string; using the folder name {os.path.basename(real)!r}")
+    return os.path.basename(real)
+
+
+def _episodes(path: Path, real: str) -> list:
+    """The valid lines of episodes.jsonl; what is rejected or repaired is warned about."""
+    file = os.path.join(real, "episodes.jsonl")
+    try:
+        rows, problems, _, _ = scan(file)
+    except OSError as e:  # a folder named episodes.jsonl, no permission
+        raise InputError(f"{path}/episodes.jsonl: cannot read: {e.strerror or e}") from None
+    lines = []
+    for n, obj in rows.items():
+        rec, problem = episode_record(obj)
+        if problem:
+            problems.append((n, problem))
+        if rec is not None:
+            lines.append((n, rec))
+    warn_problems(f"{path}/episodes.jsonl", sorted(problems))
+    return lines
