@@ -375,3 +375,68 @@ def view(runs, out):
         click.echo(build_compare(a, b, target.resolve()))
     except OSError as e:  # a full disk, a folder we may not write
         raise CuaError(f"cannot write the report: {e}") from None
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "sft"]), default="jsonl", show_default=True,
+              help="jsonl / parquet: one row per model call; sft: successful trajectories as chat messages.")
+@click.option("--group-by", type=click.Choice(["task", "run-task"]), default="task", show_default=True,
+              help="What a GRPO group is: the task (across runs), or the task within each run.")
+@click.option("--all-attempts", is_flag=True, help="Also the attempts that ended in an error and were retried.")
+@click.option("--outcomes", metavar="LIST", help="Keep these outcomes only, e.g. success,failure.")
+@click.option("--min-steps", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Keep trajectories of at least this many steps.")
+@click.option("--policy-versions", metavar="RANGES", help="Keep model calls of these policy versions, e.g. 3-5,7.")
+@click.option("--mixed-groups", is_flag=True, help="Keep groups that hold both a success and a failure only.")
+@click.option("--failed-tries", is_flag=True, help="Also a row for each answer the agent asked again after.")
+def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries):
+    """Turn runs into training data for RL trainers: one row per model call (step-wise).
+
+    Each row has the prompt's and the response's token ids, the response's
+    logprobs, the policy version, the group and its score statistics, and the
+    rewards; see the README for every field. Several runs are merged (a run
+    given twice counts once), and a run still going exports what is finished.
+
+    \b
+    Examples:
+      cua export results/exp-20261121-0900 --format parquet --out data/step-rows.parquet
+      cua export results/exp-* --format jsonl --out rows.jsonl --mixed-groups --outcomes success,failure
+      cua export results/exp-20261121-0900 --format sft --out sft.jsonl
+    """
+    from .export import ExportOptions, export_runs
+
+    options = ExportOptions(group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries)
+    summary = export_runs([Path(r) for r in runs], Path(out), fmt, options)
+    click.echo(tabulate(list(summary.items()), tablefmt="simple_outline"))
+
+
+@main.command("check-logprobs")
+@click.argument("run", type=click.Path(file_okay=False, exists=True))
+@click.option("--model", "model_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="The checkpoint the run's servers ran (a Hugging Face model folder).")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=1e-3, show_default=True,
+              help="Largest absolute logprob difference that passes.")
+@click.option("--max-steps", type=click.IntRange(min=1), help="Check only the first N recorded model calls.")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True)
+@click.option("--device", default="cpu", show_default=True, help="Torch device, e.g. cuda:0.")
+def check_logprobs(run, model_dir, tolerance, max_steps, dtype, device):
+    """Recompute each recorded response token's logprob with transformers, and compare with vLLM's.
+
+    Needs a run recorded with `model.record_tokens: true` and the checkpoint
+    its servers ran. Exits 1 when any difference is above --tolerance.
+
+    \b
+    Example:
+      cua check-logprobs results/exp-20261121-0900 --model /ckpt/step-2000
+    """
+    from .logprobs_check import check_run
+
+    report = check_run(Path(run), Path(model_dir), tolerance, max_steps, dtype, device, click.echo)
+    click.echo(tabulate(report.rows, headers="keys", tablefmt="simple_outline", floatfmt=".2e"))
+    click.echo(report.summary)
+    if not report.passed:
+        if report.max_abs_diff == float("inf"):
+            raise CuaError("logprobs differ: some calls could not be compared (see the table's problem column)")
+        raise CuaError(f"logprobs differ by up to {report.max_abs_diff:.3g} (tolerance {tolerance:g})")

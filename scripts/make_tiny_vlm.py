@@ -3,11 +3,13 @@
 
     python scripts/make_tiny_vlm.py OUT_DIR
 
-The directory holds configs, a tokenizer, a chat template and the processor
-config, but no weights: serve it with `vllm serve OUT_DIR --load-format dummy`,
-which initialises random weights from config.json. Answers are garbage text
-(constrain them with structured outputs); it exists so tests can run a real
-vLLM server on a CPU in seconds. Needs `transformers` and `tokenizers`.
+The directory holds configs, a tokenizer, a chat template, the processor
+config and random float32 weights (fixed seed, model.safetensors, ~6 MB), so
+that `vllm serve OUT_DIR --dtype float32` and transformers run the very same
+model: `cua check-logprobs` and training examples can compare the two. Answers
+are garbage text (constrain them with structured outputs); it exists so tests
+can run a real vLLM server on a CPU in seconds. Needs `transformers`,
+`tokenizers` and `torch`.
 """
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ SPECIAL_TOKENS = [
 # (one token per 28x28 block: patch 14, spatial merge 2).
 MIN_PIXELS = 56 * 56
 MAX_PIXELS = 448 * 448
+SEED = 0
+# Weight std: transformers' default 0.02 gives nearly uniform next-token
+# distributions (logits std ~0.2), which would hide a mismatch between two
+# implementations; 0.1 makes the outputs depend visibly on every input token.
+INIT_STD = 0.1
 
 # Qwen chat format; each image part becomes <|vision_start|><|image_pad|><|vision_end|>
 # (the processor expands <|image_pad|> to one token per 28x28 pixels). No "-" whitespace
@@ -95,14 +102,15 @@ def build_config(vocab_size: int):
         # multimodal rope: sections (time, height, width) must sum to head_dim / 2
         rope_scaling={"type": "mrope", "mrope_section": [8, 12, 12]}, rope_theta=1000000.0,
         bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"], dtype="bfloat16",
+        pad_token_id=ids["<|endoftext|>"], dtype="float32", initializer_range=INIT_STD,
     )
     vision = dict(
         depth=2, embed_dim=128, num_heads=2, mlp_ratio=4, hidden_size=128,  # = text hidden
         patch_size=14, spatial_merge_size=2, temporal_patch_size=2, in_channels=3,
+        initializer_range=INIT_STD,
     )
     config = Qwen2VLConfig(
-        text_config=text, vision_config=vision, dtype="bfloat16",
+        text_config=text, vision_config=vision, dtype="float32", initializer_range=INIT_STD,
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
         bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
@@ -123,6 +131,17 @@ def _update_json(path: Path, **items) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def save_weights(config, gen, out: Path) -> None:
+    """Random float32 weights from a fixed seed; also writes config.json and generation_config.json."""
+    import torch
+    from transformers import Qwen2VLForConditionalGeneration
+
+    torch.manual_seed(SEED)
+    model = Qwen2VLForConditionalGeneration(config).to(torch.float32).eval()
+    model.generation_config = gen
+    model.save_pretrained(out)
+
+
 def build(out_dir: str | Path) -> Path:
     from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
@@ -130,8 +149,7 @@ def build(out_dir: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
     config, gen = build_config(len(tokenizer))
-    config.save_pretrained(out)
-    gen.save_pretrained(out)
+    save_weights(config, gen, out)
     pixels = dict(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, patch_size=14,
                   temporal_patch_size=2, merge_size=2)
     processor = Qwen2VLProcessor(

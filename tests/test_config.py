@@ -268,7 +268,7 @@ def test_fleet_config_bomb_through_the_cli_and_shipped_config(write):
     r = run_cua("start-models", "--config", str(path), "--cpu", "1", "--model", "m", timeout=30)
     assert r.returncode == 2 and "fleet.yaml" in r.stderr and "aliases are expanded" in r.stderr
     fc = load_fleet_config(str(ROOT / "configs/fleet-cpu.yaml"))
-    assert vllm_flags(fc.vllm_args)[:2] == ["--load-format", "dummy"] and fc.base_port == 8300
+    assert vllm_flags(fc.vllm_args)[:2] == ["--dtype", "float32"] and fc.base_port == 8300
 
 
 def test_a_key_given_twice_is_refused_but_merges_may_be_overridden(write):

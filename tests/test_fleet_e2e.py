@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 from collections import Counter
@@ -106,13 +107,16 @@ def test_killed_server_episodes_move_on_and_supervisor_restarts_it(fleet):
     assert restarted["pid"] != victim["pid"]
 
 
-def test_rolling_reload_reaches_a_watch_rollout_and_records_rl_fields(fleet):
+def test_trainer_handoff_export_check_train_reload(fleet):
+    """The RL loop on real parts: a --watch rollout records tokens; its export lines up; transformers
+    agrees with vLLM's logprobs (and catches a corrupted one); the worked example trains one step on
+    the export; a rolling reload serves that checkpoint, and its policy_version reaches the next steps.
+    Unguided: vLLM's logprobs of guided answers come after the grammar's mask, which transformers lacks."""
     work, fleet_file, doc = fleet
-    ckpt = work / "step-2"
-    shutil.copytree(work / "tiny-vlm", ckpt)  # a "new checkpoint" (dummy weights: same shapes)
     cfg = _rollout_config(work, "rl")
     p = subprocess.Popen([*CUA, "rollout", str(cfg), "--fleet", str(fleet_file), "--watch",
-                          "--set", "model.record_logprobs=true", "--set", "model.record_prompt=true",
+                          "--set", "model.record_tokens=true", "--set", "model.guided=false",
+                          "--set", "tasks.rollout_n=2",
                           "--set", "runner.poll_s=0.5", "--set", "model.retries=3"],
                          cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -120,20 +124,27 @@ def test_rolling_reload_reaches_a_watch_rollout_and_records_rl_fields(fleet):
             return [json.loads(line) for f in (work / "results-rl").glob("*/trajectories/*/*/traj.jsonl")
                     for line in f.read_text().splitlines()]
 
-        deadline = time.monotonic() + 300
-        while not steps() or len(os.listdir(next((work / "results-rl").iterdir()) / "queue" / "done")) < 6:
+        deadline = time.monotonic() + 600
+        while not steps() or len(os.listdir(next((work / "results-rl").iterdir()) / "queue" / "done")) < 12:
             assert time.monotonic() < deadline and p.poll() is None, "the first tasks did not finish"
             time.sleep(0.5)
-        r = run_cua("models", "--fleet", str(fleet_file), "reload", str(ckpt), "--version", "step-2",
-                    timeout=900)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert all(s["model_version"] == "step-2" for s in json.loads(fleet_file.read_text())["servers"])
         (run,) = (work / "results-rl").iterdir()
+        _check_export(run, work)
+        _check_logprobs(run, work)
+        ckpt = work / "step-1"
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_step_example.py"), str(work / "rows.jsonl"),
+                            "--model", str(work / "tiny-vlm"), "--out", str(ckpt)], capture_output=True, text=True,
+                           timeout=900)
+        assert r.returncode == 0, r.stdout + r.stderr
+        r = run_cua("models", "--fleet", str(fleet_file), "reload", str(ckpt), "--version", "step-1", timeout=900)
+        assert r.returncode == 0, r.stdout + r.stderr
+        servers = json.loads(fleet_file.read_text())["servers"]
+        assert all(s["model_version"] == "step-1" and s["policy_version"] == 1 for s in servers)
         task = {"task_id": "after-reload", "domain": "click-test", "config": {"miniwob": "click-test", "seed": 9,
                                                                               "episode_max_time": 120}}
         (run / "queue" / "pending" / "after.json").write_text(json.dumps(task))
-        while not any(s for s in steps() if s.get("model_version") == "step-2"):
-            assert time.monotonic() < deadline + 600 and p.poll() is None, "the watch rollout never used step-2"
+        while not any(s for s in steps() if s.get("policy_version") == 1):
+            assert time.monotonic() < deadline + 900 and p.poll() is None, "the watch rollout never used step-1"
             time.sleep(0.5)
         os.kill(p.pid, signal.SIGINT)
         p.communicate(timeout=120)
@@ -141,18 +152,65 @@ def test_rolling_reload_reaches_a_watch_rollout_and_records_rl_fields(fleet):
         if p.poll() is None:
             p.kill()
     all_steps = steps()
-    versions = {s["model_version"] for s in all_steps}
-    assert str(work / "tiny-vlm") in versions and "step-2" in versions
+    assert {(s["model_version"], s.get("policy_version")) for s in all_steps if s["response"] is not None} == \
+        {(str(work / "tiny-vlm"), 0), ("step-1", 1)}
     for s in all_steps:
         if s["response"] is None:  # the step the final Ctrl-C cut short: kept, with why
-            assert s["error"] == "the run was stopped" and "token_ids" not in s
+            assert s["error"] == "the run was stopped" and "response_token_ids" not in s
             continue
-        assert len(s["token_ids"]) == len(s["logprobs"]) > 0
-        assert all(isinstance(t, int) for t in s["token_ids"]) and all(lp <= 0 for lp in s["logprobs"])
+        assert len(s["response_token_ids"]) == len(s["response_logprobs"]) > 0 and s["finish_reason"]
+        assert all(lp <= 0 for lp in s["response_logprobs"]) and s["sampling"]["guided"] is False
         images = [part["file"] for m in s["prompt"] for part in (m["content"] if isinstance(m["content"], list)
                                                                   else []) if part["type"] == "image_file"]
         assert images and images[-1] == s["screenshot"], "the current screenshot is the last image"
         assert "base64" not in json.dumps(s["prompt"]), "images are referenced, never inlined"
+
+
+def _check_export(run, work):
+    """Export the run so far to jsonl and parquet: the same rows, lengths aligned, prompts that decode right."""
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    for fmt in ("jsonl", "parquet"):
+        r = run_cua("export", str(run), "--format", fmt, "--out", str(work / f"rows.{fmt}"))
+        assert r.returncode == 0, r.stderr
+    rows = read_lines(work / "rows.jsonl")
+    table = pq.read_table(work / "rows.parquet").to_pylist()
+    assert rows and len(table) == len(rows)
+    assert [(t["trajectory_id"], t["step"]) for t in table] == [(x["trajectory_id"], x["step"]) for x in rows]
+    tokenizer = AutoTokenizer.from_pretrained(work / "tiny-vlm")
+    pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    for row in rows:
+        assert len(row["response_token_ids"]) == len(row["response_logprobs"]) > 0
+        text = tokenizer.decode(row["prompt_token_ids"])
+        # The chat template's: its default system turn, our prompt as the first user turn, the assistant's turn open.
+        assert "<|im_start|>user\nYou operate a computer" in text and text.endswith("<|im_start|>assistant\n")
+        assert text.count("<|vision_start|>") == len(row["images"]) == sum(
+            1 for m in row["prompt_messages"] if isinstance(m["content"], list)
+            for part in m["content"] if part["type"] == "image_file")
+        assert pad in row["prompt_token_ids"]
+        assert row["group_id"] == row["task_id"] and row["policy_version"] == 0
+        final = row["outcome"] != "error"
+        assert (row["traj_reward"] is not None) == final and (row["traj_reward"] is None or row["traj_reward"] >= 0)
+        assert row["step_reward"] == (row["traj_reward"] if row["is_last_step"] else 0.0 if final else None)
+    groups = {}
+    for row in rows:
+        groups.setdefault(row["group_id"], set()).add(row["trajectory_id"])
+    assert all(len(t) == 2 for t in groups.values()), "rollout_n=2: two samples per group"
+
+
+def _check_logprobs(run, work):
+    r = run_cua("check-logprobs", str(run), "--model", str(work / "tiny-vlm"), timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print("check-logprobs:", r.stdout.strip().splitlines()[-1])
+    bad = work / "corrupted"
+    shutil.copytree(run, bad, ignore=shutil.ignore_patterns("queue"))
+    for traj in bad.glob("trajectories/*/*/traj.jsonl"):  # whichever calls it checks first, one is off
+        lines = [json.loads(x) for x in traj.read_text().splitlines()]
+        lines[0]["response_logprobs"][0] += 0.5
+        traj.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = run_cua("check-logprobs", str(bad), "--model", str(work / "tiny-vlm"), "--max-steps", "6", timeout=900)
+    assert r.returncode == 1 and "logprobs differ" in r.stderr
 
 
 def test_chaos_rollout_through_fault_injecting_proxies(fleet, tmp_path):
