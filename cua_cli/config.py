@@ -312,6 +312,25 @@ class RunnerConfig:
 
 
 @dataclass
+class DartStorage:
+    root: Optional[str] = _checked(None, _nonempty)   # write DART's trajectory folders here
+
+
+@dataclass
+class MysqlStorage:
+    url_env: Optional[str] = _checked(None, _env_name)   # NAME of the variable holding mysql://user:pass@host:port/db
+    min_steps_for_zero: int = _checked(4, _Between(0, 10_000))   # DART's rule: a reward of 0 needs this many steps
+    skip_errors: bool = True                                     # DART never inserts infrastructure failures
+
+
+@dataclass
+class StorageConfig:
+    """Where finished trajectories go besides the run folder (DART-GUI's trainer reads these)."""
+    dart: DartStorage = field(default_factory=DartStorage)
+    mysql: MysqlStorage = field(default_factory=MysqlStorage)
+
+
+@dataclass
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
@@ -319,6 +338,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     source: str = field(default="", metadata={"internal": True})  # the YAML file read
 
     def to_dict(self) -> dict:

@@ -25,7 +25,8 @@ _BASE64_URLSAFE = str.maketrans("-_", "+/")
 def read_secrets(cfg) -> dict:
     """Tokens named by the config, read from the environment (never from files)."""
     out = {}
-    for role, var in (("env", cfg.env.token_env), ("model", cfg.model.api_key_env)):
+    for role, var in (("env", cfg.env.token_env), ("model", cfg.model.api_key_env),
+                      ("mysql", cfg.storage.mysql.url_env)):
         if var:
             value = os.environ.get(var)
             if not value:

@@ -16,6 +16,7 @@ from ..registry import load
 from ..redact import Redactor
 from ..runfolder.writer import RunDir
 from ..signals import StopFlags
+from ..sinks import SinkFollower, make_sinks
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
 from ..tasks import load_tasks
@@ -39,6 +40,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     if cfg.model.fleet:
         use_fleet(cfg)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
+    sinks = make_sinks(cfg, secrets)
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
@@ -61,6 +63,9 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     start = time.monotonic()
     runners = make_backend(cfg, run, env_url, secrets, watch)
     progress = Progress(run.path, queue)
+    follower = SinkFollower(run.path, sinks) if sinks else None
+    if follower:
+        follower.start()
     stopping = 0
     try:
         with StopFlags() as flags:
@@ -83,6 +88,11 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
         progress.close()
         if local:
             local.stop()
+        if follower:
+            left = follower.finish()
+            if left:
+                progress.write(f"{left} finished trajectories are not in storage yet (a sink is down): "
+                               f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     return Outcome(run, summary, time.monotonic() - start, stopping > 0, runners.crashed)
 
