@@ -227,11 +227,23 @@ class AgentgymTasks:
 
 
 @dataclass
+class AdaptiveTasks:
+    """DART's adaptive rollouts (cua_cli/adaptive.py): with --watch, after each round every task gets the
+    samples the rule gives for its recent scores. The defaults are DART's."""
+    rounds: int = _checked(0, _Between(0, 1_000_000))     # 0: off
+    rollout_n: int = _checked(8, _Between(0, 10_000, above=True))   # samples below the threshold, and at first
+    threshold: float = _checked(1.0, _Between(0, 1))      # a task this successful gets max(min_n, int(9/rate - 7))
+    min_n: int = _checked(1, _Between(0, 10_000, above=True))
+    min_failure_steps: int = _checked(4, _Between(0, 10_000))   # a shorter failure does not count (DART stores none)
+
+
+@dataclass
 class TasksConfig:
     kind: Literal["miniwob", "osworld", "jsonl", "agentgym"] = "miniwob"
     miniwob: MiniwobTasks = field(default_factory=MiniwobTasks)
     osworld: OsworldTasks = field(default_factory=OsworldTasks)
     agentgym: AgentgymTasks = field(default_factory=AgentgymTasks)
+    adaptive: AdaptiveTasks = field(default_factory=AdaptiveTasks)
     jsonl: str = ""                  # one task object per line
     rollout_n: int = _checked(1, _Between(0, 10_000, above=True))    # samples per task
     limit: Optional[int] = _checked(None, _Between(0, 1_000_000))   # first N tasks only
@@ -282,6 +294,8 @@ class ModelConfig:
     record_logprobs: bool = False    # RL: store sampled token ids and their logprobs
     # RL: store prompt and response token ids, response logprobs, finish reason, sampling parameters (and the prompt)
     record_tokens: bool = False
+    # "mysql": with --watch, roll the fleet onto each new row of storage.mysql's `checkpoint` table (DART-GUI's trainer)
+    reload_from: Optional[Literal["mysql"]] = None
     seed: int = _checked(0, _Between(-MAX_INT - 1, MAX_INT))   # random provider
     replay_run: Optional[str] = _checked(None, _nonempty)      # replay provider: run folder to replay
 
@@ -319,6 +333,8 @@ class DartStorage:
 @dataclass
 class MysqlStorage:
     url_env: Optional[str] = _checked(None, _env_name)   # NAME of the variable holding mysql://user:pass@host:port/db
+    # DART's run id: rollout_run rows carry it and checkpoint rows are looked up by it (default: the cua run's id)
+    run_id: Optional[str] = _checked(None, _name)
     min_steps_for_zero: int = _checked(4, _Between(0, 10_000))   # DART's rule: a reward of 0 needs this many steps
     skip_errors: bool = True                                     # DART never inserts infrastructure failures
 
@@ -617,5 +633,8 @@ def _check(cfg: Config, path: str) -> None:
     """Checks across keys; each key's own range is checked while building."""
     if cfg.model.provider == "openai" and not cfg.model.endpoints and not cfg.model.fleet:
         raise ConfigError(f"{path}: model.endpoints: the openai provider needs endpoints or model.fleet")
+    if cfg.model.reload_from == "mysql" and not (cfg.storage.mysql.url_env and cfg.model.fleet):
+        raise ConfigError(f"{path}: model.reload_from: mysql needs storage.mysql.url_env and a fleet "
+                          "(model.fleet or --fleet) to reload")
     if cfg.model.provider == "replay" and not cfg.model.replay_run:
         raise ConfigError(f"{path}: model.replay_run: the replay provider needs a run folder")

@@ -16,13 +16,15 @@ from ..registry import load
 from ..redact import Redactor
 from ..runfolder.writer import RunDir
 from ..signals import StopFlags
-from ..sinks import SinkFollower, make_sinks
+from ..sinks import SinkFollower, make_sinks, mysql_sink
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
 from ..tasks import load_tasks
 from .backends import make_backend
 from .localenv import LocalEnvServer
 from .progress import Progress
+from .reloads import CheckpointWatcher
+from .rounds import AdaptiveRounds
 
 
 @dataclass
@@ -36,6 +38,8 @@ class Outcome:
 
 def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool = False) -> Outcome:
     check_pairing(cfg)
+    if cfg.tasks.adaptive.rounds and not watch:
+        raise ConfigError(f"{cfg.source}: tasks.adaptive: adaptive rounds run as a service: add --watch")
     tasks = load_tasks(cfg)
     if cfg.model.fleet:
         use_fleet(cfg)
@@ -47,7 +51,12 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     else:
         run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()))
     queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
-    queue.enqueue([t.to_dict() for t in tasks], cfg.tasks.rollout_n)
+    rounds = None
+    if cfg.tasks.adaptive.rounds:
+        rounds = AdaptiveRounds(cfg, queue, [t.to_dict() for t in tasks], run.path)
+        rounds.start()
+    else:
+        queue.enqueue([t.to_dict() for t in tasks], cfg.tasks.rollout_n)
     # Claims left by runners of an earlier, killed invocation on this host come back now.
     queue.reclaim()
 
@@ -63,9 +72,14 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
     start = time.monotonic()
     runners = make_backend(cfg, run, env_url, secrets, watch)
     progress = Progress(run.path, queue)
-    follower = SinkFollower(run.path, sinks) if sinks else None
+    dart_run_id = cfg.storage.mysql.run_id or run.path.name  # the id DART-GUI's trainer is configured with
+    follower = SinkFollower(run.path, sinks, dart_run_id) if sinks else None
     if follower:
         follower.start()
+    watcher = None
+    if cfg.model.reload_from == "mysql":
+        watcher = CheckpointWatcher(mysql_sink(cfg, secrets), dart_run_id, cfg.resolve_path(cfg.model.fleet))
+        watcher.start()
     stopping = 0
     try:
         with StopFlags() as flags:
@@ -83,11 +97,16 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
                     runners.request_stop()
                 runners.supervise()
                 progress.update()
+                news = rounds and rounds.tick()
+                if news:
+                    progress.write(news)
             progress.update()
     finally:
         progress.close()
         if local:
             local.stop()
+        if watcher:
+            watcher.stop()
         if follower:
             left = follower.finish()
             if left:

@@ -126,12 +126,12 @@ class DirQueue:
                                               "sample": item["sample"]})
             self._scheduled.add(pair)
 
-    def enqueue(self, tasks: list[dict], samples: int) -> int:
-        """Queue every (task, sample) not queued before; returns how many were new."""
+    def enqueue(self, tasks: list[dict], samples: int, first: int = 0) -> int:
+        """Queue every (task, sample) for samples first..first+samples-1 not queued before; how many were new."""
         added = 0
         with self._lock:
             for task in tasks:
-                for sample in range(samples):
+                for sample in range(first, first + samples):
                     key = pair_key(task["task_id"], sample)
                     if self._state_of(key) is not None:
                         continue

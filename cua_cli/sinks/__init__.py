@@ -58,9 +58,9 @@ class SinkFollower:
     RETRY_S = 10.0
     MAX_POLLS_UNFILED = 20
 
-    def __init__(self, run_dir: Path, sinks: list[Sink]):
+    def __init__(self, run_dir: Path, sinks: list[Sink], run_id: str):
         self.run_dir = Path(run_dir)
-        self.run_id = json.loads((self.run_dir / "run.json").read_text()).get("run_id") or self.run_dir.name
+        self.run_id = run_id
         self.sinks = sinks
         self.offset, self.line = 0, 1
         self.waiting: list[Finished] = []   # read, not yet taken by every sink
@@ -165,6 +165,13 @@ class DartSink:
             self.rows.close()
 
 
+def mysql_sink(cfg, secrets: dict):
+    """A connection to storage.mysql's database (each thread needs its own)."""
+    from .mysql import InsertRule, MySQLSink
+    m = cfg.storage.mysql
+    return MySQLSink(secrets["mysql"], InsertRule(m.min_steps_for_zero, m.skip_errors))
+
+
 def make_sinks(cfg, secrets: dict) -> list[Sink]:
     """The sinks the config's `storage` section asks for; a database is reached now, so a bad URL fails at once."""
     dart = cfg.storage.dart
@@ -173,9 +180,7 @@ def make_sinks(cfg, secrets: dict) -> list[Sink]:
         from .dart_folder import DartFolderSink
         folders = DartFolderSink(cfg.resolve_path(dart.root))
     if cfg.storage.mysql.url_env:
-        from .mysql import InsertRule, MySQLSink
-        m = cfg.storage.mysql
-        rows = MySQLSink(secrets["mysql"], InsertRule(m.min_steps_for_zero, m.skip_errors))
+        rows = mysql_sink(cfg, secrets)
         try:
             rows.ping()
         except SinkUnavailable as e:  # down now, maybe not for long: rows follow once it is back

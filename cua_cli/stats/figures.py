@@ -71,7 +71,7 @@ def counts(finals: list, ci: bool = True) -> dict:
 def pass_at_k(by_task: dict[str, list]) -> dict:
     """Unbiased pass@k, pass^k (all k correct) and any-correct over tasks with n samples each."""
     if not by_task:
-        return {"pass_at_k": {}, "pass_hat_k": {}, "any_correct": None}
+        return {"pass_at_k": {}, "pass_hat_k": {}, "any_correct": None, "never_solved": 0, "always_solved": 0}
     ns = {t: len(fs) for t, fs in by_task.items()}
     cs = {t: sum(1 for f in fs if f is not None and f.score == 1.0) for t, fs in by_task.items()}
     kmax = min(ns.values())
@@ -79,7 +79,9 @@ def pass_at_k(by_task: dict[str, list]) -> dict:
     for k in range(1, kmax + 1):
         at[str(k)] = statistics.fmean(1 - math.comb(ns[t] - cs[t], k) / math.comb(ns[t], k) for t in by_task)
         hat[str(k)] = statistics.fmean(math.comb(cs[t], k) / math.comb(ns[t], k) for t in by_task)
-    return {"pass_at_k": at, "pass_hat_k": hat, "any_correct": statistics.fmean(cs[t] > 0 for t in by_task)}
+    # Tasks no sample solves, and tasks every sample solves, teach an RL policy nothing (GRPO's advantage is 0).
+    return {"pass_at_k": at, "pass_hat_k": hat, "any_correct": statistics.fmean(cs[t] > 0 for t in by_task),
+            "never_solved": sum(cs[t] == 0 for t in by_task), "always_solved": sum(cs[t] == ns[t] for t in by_task)}
 
 
 def run_figures(data: RunData, by: str | None = None) -> dict:

@@ -29,6 +29,7 @@ def _run_row(r: dict, layout: bool) -> dict:
         if len(r["pass_at_k"]) > 1:
             row[f"pass@{k} %"] = _pct(v)
     row["mean steps"] = "-" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}"
+    row["tasks never / always solved"] = f"{r['never_solved']} / {r['always_solved']}"
     return row
 
 
