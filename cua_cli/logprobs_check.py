@@ -19,6 +19,7 @@ they are imported inside the functions that need them.
 from __future__ import annotations
 
 import math
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from .runfolder.reader import RunReader
 
 MAX_ROWS = 20
 TOKEN_FIELDS = ("prompt_token_ids", "response_token_ids", "response_logprobs")
+WEIGHT_FILES = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json")
 
 
 @dataclass
@@ -65,6 +67,20 @@ def load_policy(model_dir, dtype: str = "float32", device: str = "cpu"):
     except (OSError, ValueError) as e:
         raise InputError(f"cannot load the model in {model_dir}: {e}") from e
     return model.to(device).eval(), processor
+
+
+def save_policy(model, base_dir, out_dir) -> None:
+    """Save `model` into `out_dir` as a folder `vllm serve` takes, with everything but the weights of `base_dir`.
+
+    The tokenizer, chat template and processor configs are copied as the base
+    checkpoint had them, so the new folder formats prompts exactly as before.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in Path(base_dir).iterdir():
+        if f.is_file() and not any(f.match(p) for p in WEIGHT_FILES):
+            shutil.copy2(f, out_dir / f.name)
+    model.save_pretrained(out_dir)
 
 
 def load_image(path):
@@ -158,10 +174,14 @@ def _recorded_calls(run: Path) -> list[_Call]:
 def _check_call(model, processor, call: _Call) -> dict:
     """One call's row; the per-token differences (None when it could not be compared) under '_diffs'."""
     row = {"trajectory": call.trajectory, "step": call.step, "try": call.try_, "tokens": None,
-           "max_abs_diff": None, "mean_abs_diff": None, "problem": None, "_diffs": None}
+           "max_abs_diff": None, "mean_abs_diff": None, "problem": None, "_diffs": None, "_skipped": False}
     try:
         prompt_ids, response_ids, recorded = _token_fields(call.record, model.config.get_text_config().vocab_size)
         row["tokens"] = len(response_ids)
+        # vLLM reads a sampled image placeholder as text; transformers would take it for an image: not comparable.
+        if model.config.image_token_id in response_ids:
+            row["_skipped"] = True
+            return row
         images = _images(call)
         ours = response_logprobs(model, processor, prompt_ids, response_ids, images)
     except (ValueError, OSError, RuntimeError, IndexError) as e:
@@ -216,7 +236,8 @@ def _image_files(prompt) -> list[str]:
 
 def _report(results: list[dict], guided: int, tolerance: float, model_dir: Path) -> Report:
     compared = [r for r in results if r["_diffs"] is not None]
-    failed = len(results) - len(compared)
+    skipped = sum(r["_skipped"] for r in results)
+    failed = len(results) - len(compared) - skipped
     tokens = sum(r["tokens"] for r in compared)
     worst = max(compared, key=lambda r: r["max_abs_diff"], default=None)
     max_diff = math.inf if failed else worst["max_abs_diff"] if worst else 0.0
@@ -231,11 +252,15 @@ def _report(results: list[dict], guided: int, tolerance: float, model_dir: Path)
         parts.append(f"{failed} more could not be compared (see 'problem')")
     if guided:
         parts.append(f"{guided} guided calls skipped (vLLM's logprobs of guided answers are after the grammar mask)")
+    if skipped:
+        parts.append(f"{skipped} answers holding the image placeholder token skipped (transformers would read it "
+                     "as an image)")
     rows = results
     if len(results) > MAX_ROWS:
         rows = sorted(results, key=lambda r: (r["problem"] is None, -(r["max_abs_diff"] or 0)))[:MAX_ROWS]
         parts.append(f"the table shows the {MAX_ROWS} worst calls")
     verdict = "passed" if passed else "FAILED"
     summary = "; ".join(parts) + f". Tolerance {tolerance:g}: {verdict}."
-    shown = [{k: v for k, v in r.items() if k != "_diffs" and (k != "problem" or failed)} for r in rows]
+    shown = [{k: v for k, v in r.items() if not k.startswith("_") and (k != "problem" or failed)}
+             for r in rows if not r["_skipped"]]
     return Report(shown, summary, max_diff, passed)

@@ -15,14 +15,12 @@ a real one batches rows and shards the model). Needs `pip install -e .[check]`
 import argparse
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 
-from cua_cli.logprobs_check import load_image, load_policy, response_logprobs
+from cua_cli.logprobs_check import load_image, load_policy, response_logprobs, save_policy
 
 CLIP = 0.2  # PPO's epsilon
-WEIGHT_FILES = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json")
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -106,13 +104,7 @@ def main() -> int:
           f"groups: {len({r['group_id'] for r in train})}; response tokens: {tokens}")
     print(f"loss {total_loss:.6g}; mean ratio {ratio_sum / tokens:.6f}; tokens outside the clip range: {clipped}")
 
-    # Everything but the weights (tokenizer, chat template, processor configs) as the checkpoint had
-    # it, so `vllm serve OUT` formats prompts exactly as before; then the new weights and config.
-    args.out.mkdir(parents=True, exist_ok=True)
-    for f in args.model.iterdir():
-        if f.is_file() and not any(f.match(p) for p in WEIGHT_FILES):
-            shutil.copy2(f, args.out / f.name)
-    model.save_pretrained(args.out)
+    save_policy(model, args.model, args.out)
     print(f"updated model written to {args.out}")
     return 0
 
