@@ -169,6 +169,10 @@ def _fix_provider(doc):
         model["endpoints"] = ["http://127.0.0.1:8000/v1"]
     if model.get("provider") == "replay" and not model.get("replay_run"):
         model["replay_run"] = "runs/x"
+    if model.get("reload_from") == "mysql":  # reloads need the database and a fleet to reload
+        model["fleet"] = model.get("fleet") or "fleet/fleet.json"
+        mysql = doc.setdefault("storage", {}).setdefault("mysql", {})
+        mysql["url_env"] = mysql.get("url_env") or "DART_DB_URL"
     return doc
 
 
