@@ -36,6 +36,16 @@ def wait_for(cond, timeout: float = 120, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def build_tiny_vlm(out: Path) -> Path:
+    """The tiny random Qwen2-VL of scripts/make_tiny_vlm.py, built in this process (fast, offline)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_tiny_vlm", ROOT / "scripts" / "make_tiny_vlm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build(out)
+
+
 def start_tiny_fleet(work: Path, servers: int, base_port: int) -> Path:
     """Build the tiny random Qwen2-VL in `work` and serve it with real vLLM on the CPU; the fleet file."""
     model = work / "tiny-vlm"

@@ -5,7 +5,6 @@ inputs, every position's logits), so a check that rebuilds the model's input
 differently from how vLLM sees it, or reads the wrong positions, fails.
 """
 import hashlib
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -18,18 +17,14 @@ import torch
 import transformers
 from PIL import Image
 
-from conftest import ROOT, run_cua
+from conftest import ROOT, build_tiny_vlm, run_cua
 
-TINY = ROOT / "scripts" / "make_tiny_vlm.py"
 TOKEN_FIELDS = ("prompt_token_ids", "response_token_ids", "response_logprobs")
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("make_tiny_vlm", TINY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.build(tmp_path_factory.mktemp("tinyvlm") / "model")
+    return build_tiny_vlm(tmp_path_factory.mktemp("tinyvlm") / "model")
 
 
 def _recorded(model, proc, messages, images, answer):

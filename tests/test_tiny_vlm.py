@@ -1,21 +1,16 @@
 """scripts/make_tiny_vlm.py builds a loadable tiny Qwen2-VL directory offline (no server here)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import transformers
 from PIL import Image
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_tiny_vlm.py"
+from conftest import build_tiny_vlm
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("make_tiny_vlm", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.build(tmp_path_factory.mktemp("tinyvlm") / "model")
+    return build_tiny_vlm(tmp_path_factory.mktemp("tinyvlm") / "model")
 
 
 def _json(d, name):

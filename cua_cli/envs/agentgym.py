@@ -11,13 +11,11 @@ episode: the env says so in its next observation.
 """
 
 import math
-import threading
-
-import requests
 
 from ..budget import Budget
 from ..errors import EnvError, TaskRefused
 from ..retry import with_retries
+from ..sessions import ThreadSessions
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 from .agentgym_presets import IDX, PRESETS, Preset, wire_action
@@ -32,28 +30,20 @@ class AgentGymEnv:
         self.name = env
         self.preset: Preset = PRESETS[env]
         self.base = url.rstrip("/") + self.preset.base
-        self.token = token
+        self.sessions = ThreadSessions(token)
         self.timeout_s = timeout_s
         self.retries = retries
-        self._local = threading.local()
 
     @classmethod
     def from_config(cls, cfg, url: str, secrets: dict) -> "AgentGymEnv":
         e = cfg.env
         return cls(url, e.agentgym.env, secrets.get("env"), e.timeout_s, e.retries)
 
-    def http(self) -> requests.Session:
-        if not hasattr(self._local, "http"):
-            self._local.http = requests.Session()
-            if self.token:
-                self._local.http.headers["Authorization"] = f"Bearer {self.token}"
-        return self._local.http
-
     def call(self, what: str, method: str, route: str, budget: Budget, body=None, params=None,
              idempotent: bool = True):
         """One request, retried while that is safe; the answer's JSON, checked for an `error`."""
         def once():
-            r = self.http().request(method, f"{self.base}/{route}", json=body, params=params,
+            r = self.sessions.get().request(method, f"{self.base}/{route}", json=body, params=params,
                                     timeout=budget.timeout(self.timeout_s))
             r.raise_for_status()
             return r

@@ -8,7 +8,6 @@ through a per-thread HTTP session so connections are kept alive.
 
 import io
 import math
-import threading
 import time
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from ..actions import to_command
 from ..budget import Budget
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, Stopped, TaskRefused
 from ..retry import describe, with_retries
+from ..sessions import ThreadSessions
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 
@@ -42,23 +42,15 @@ class ClusterEnv:
     def __init__(self, settings: EnvSettings):
         self.s = settings
         self.base = settings.url.rstrip("/")
-        self._local = threading.local()
+        self.sessions = ThreadSessions(settings.token)
 
     @classmethod
     def from_config(cls, cfg, url: str, secrets: dict) -> "ClusterEnv":
         e = cfg.env
         return cls(EnvSettings(url, secrets.get("env"), e.os, e.timeout_s, e.retries, e.allocate_wait_s))
 
-    def _http(self) -> requests.Session:
-        if not hasattr(self._local, "http"):
-            http = requests.Session()
-            if self.s.token:
-                http.headers["Authorization"] = f"Bearer {self.s.token}"
-            self._local.http = http
-        return self._local.http
-
     def _post(self, path: str, body, budget: Budget) -> requests.Response:
-        r = self._http().post(f"{self.base}{path}", json=body, timeout=budget.timeout(self.s.timeout_s))
+        r = self.sessions.get().post(f"{self.base}{path}", json=body, timeout=budget.timeout(self.s.timeout_s))
         r.raise_for_status()
         return r
 

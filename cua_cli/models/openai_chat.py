@@ -12,13 +12,13 @@ import itertools
 import math
 import os
 import re
-import threading
 
 import requests
 
 from ..errors import ModelError
 from ..fleet.server import FleetFileError, api_base, read_fleet
 from ..retry import with_retries
+from ..sessions import ThreadSessions
 from . import Image, Params, Reply
 from .routing import Router
 
@@ -29,12 +29,11 @@ class OpenAIChat:
     def __init__(self, mcfg, api_key: str | None, router: Router | None = None, fleet_file=None):
         self.cfg = mcfg
         self.endpoints = [e.rstrip("/") for e in mcfg.endpoints]
-        self.api_key = api_key
+        self.sessions = ThreadSessions(api_key)
         self.router = router or Router(len(self.endpoints))
         self.fleet_file = fleet_file
         self._versions: tuple[float, dict] = (-1.0, {})
         self._rr = itertools.count()
-        self._local = threading.local()
 
     @classmethod
     def from_config(cls, cfg, secrets: dict, router: Router | None) -> "OpenAIChat":
@@ -60,13 +59,6 @@ class OpenAIChat:
         except (OSError, FleetFileError):
             pass  # mid-rewrite or gone: keep the versions last read
         return self._versions[1].get(endpoint, (None, None))
-
-    def http(self) -> requests.Session:
-        if not hasattr(self._local, "http"):
-            self._local.http = requests.Session()
-            if self.api_key:
-                self._local.http.headers["Authorization"] = f"Bearer {self.api_key}"
-        return self._local.http
 
     def session(self, task_id: str, sample: int) -> "_Session":
         return _Session(self, self.router.acquire())
@@ -112,7 +104,7 @@ class _Session:
             body.update(logprobs=True, return_token_ids=True)
         elif c.record_logprobs:
             body.update(logprobs=True, return_tokens_as_token_ids=True)
-        r = self.chat.http().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout(c.timeout_s))
+        r = self.chat.sessions.get().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout(c.timeout_s))
         r.raise_for_status()
         reply = _reply(r, "ids" if c.record_tokens else "names" if c.record_logprobs else None)
         if reply is None:
