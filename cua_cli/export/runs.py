@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.reader import checked
 from ..runfolder.records import episode_record, supersedes
 
 
@@ -98,12 +99,6 @@ def _episodes(path: Path, real: str) -> list:
         rows, problems, _, _ = scan(file)
     except OSError as e:  # a folder named episodes.jsonl, no permission
         raise InputError(f"{path}/episodes.jsonl: cannot read: {e.strerror or e}") from None
-    lines = []
-    for n, obj in rows.items():
-        rec, problem = episode_record(obj)
-        if problem:
-            problems.append((n, problem))
-        if rec is not None:
-            lines.append((n, rec))
+    lines = checked(rows, episode_record, problems)
     warn_problems(f"{path}/episodes.jsonl", sorted(problems))
     return lines

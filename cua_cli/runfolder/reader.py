@@ -12,6 +12,18 @@ from .jsonl import scan, warn_problems
 from .records import episode_record, scheduled_record, supersedes
 
 
+def checked(rows: dict, check, problems: list) -> list[tuple[int, dict]]:
+    """(line number, record) of the lines `check` accepts; what it rejects or repairs joins `problems`."""
+    records = []
+    for n, obj in rows.items():
+        rec, problem = check(obj)
+        if problem:
+            problems.append((n, problem))
+        if rec is not None:
+            records.append((n, rec))
+    return records
+
+
 class RunReader:
     """Incremental reader of scheduled.jsonl and episodes.jsonl, usable on a live run."""
 
@@ -36,16 +48,10 @@ class RunReader:
         offset, line = self._pos[name]
         rows, problems, offset, line = scan(path, offset, line)
         self._pos[name] = (offset, line)
-        records = []
-        for n, obj in rows.items():
-            rec, problem = check(obj)
-            if problem:
-                problems.append((n, problem))
-            if rec is not None:
-                records.append(rec)
+        records = checked(rows, check, problems)
         if warn:
             warn_problems(path, sorted(problems))
-        return records
+        return [rec for _, rec in records]
 
     def summary(self) -> dict:
         """Live counts for the progress bar (`cua stats` has the full figures)."""
