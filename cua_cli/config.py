@@ -289,6 +289,9 @@ class ModelConfig:
     timeout_s: float = _checked(120.0, _DURATION)
     retries: int = _checked(3, _RETRIES)
     guided: bool = False             # constrain answers to the agent's action grammar (vLLM structured_outputs)
+    # send each screenshot's bytes once per server, then only its uuid (vLLM's multimodal cache);
+    # auto: on for endpoints whose /v1/models says vLLM
+    image_uuids: Literal["auto", True, False] = "auto"
     routing: Literal["sticky", "round_robin"] = "sticky"  # sticky: one server per episode (prefix cache)
     record_prompt: bool = False      # RL: store the exact messages sent (images by file name)
     record_logprobs: bool = False    # RL: store sampled token ids and their logprobs
@@ -315,7 +318,7 @@ class AgentConfig:
 class RunnerConfig:
     backend: str = _checked("local", _one_of(BACKENDS))   # where runners run: local processes
     num_envs: int = _checked(4, _Between(0, 100_000, above=True))   # concurrent episodes overall
-    # runner processes; default: min(num_envs, CPU count)
+    # runner processes; default: one per 256 episode slots, at most one per CPU
     processes: Optional[int] = _checked(None, _Between(0, 1024, above=True))
     max_steps: int = _checked(15, _Between(0, 10_000, above=True))
     step_timeout_s: float = _checked(180.0, _DURATION)

@@ -3,18 +3,16 @@
 import random
 import time
 
-import requests
-from urllib3.exceptions import NewConnectionError
-
 from .errors import InfraError, Stopped
+from .httpclient import BadStatus, HttpError, NoAnswer, Unreachable
 
 
 def transient(exc: Exception) -> bool:
     """Worth another try: network trouble, timeouts, 429 and 5xx answers."""
-    if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+    if isinstance(exc, (Unreachable, NoAnswer)):
         return True
-    if isinstance(exc, requests.HTTPError) and exc.response is not None:
-        return exc.response.status_code == 429 or exc.response.status_code >= 500
+    if isinstance(exc, BadStatus):
+        return exc.response.status == 429 or exc.response.status >= 500
     return False
 
 
@@ -25,12 +23,7 @@ def never_sent(exc: Exception) -> bool:
     (an env action): a reset or a timeout after connecting may come after the
     server acted on it.
     """
-    if isinstance(exc, requests.ConnectTimeout):
-        return True
-    if isinstance(exc, requests.ConnectionError) and exc.args:
-        reason = getattr(exc.args[0], "reason", exc.args[0])  # urllib3's MaxRetryError wraps it
-        return isinstance(reason, NewConnectionError)
-    return False
+    return isinstance(exc, Unreachable)
 
 
 def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_delay: float = 0.5,
@@ -44,7 +37,7 @@ def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_de
             raise Stopped()
         try:
             return fn()
-        except requests.RequestException as e:
+        except HttpError as e:
             retry = transient(e) if idempotent else never_sent(e)
             if not retry or attempt == retries:
                 raise error(f"{what}: {describe(e)}") from e
@@ -58,16 +51,12 @@ def describe(exc: Exception) -> str:
     Not shortened here: callers mask secrets first and shorten after, so no
     cut can leave part of a secret behind.
     """
-    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+    if isinstance(exc, BadStatus):
         r = exc.response
         try:
             body = r.json()
             msg = body.get("error") if isinstance(body, dict) else None
         except (ValueError, RecursionError):
             msg = None
-        return f"HTTP {r.status_code}: {msg or r.text}"
-    if isinstance(exc, requests.ConnectionError):
-        return f"connection failed ({type(exc).__name__})"
-    if isinstance(exc, requests.Timeout):
-        return "timed out"
-    return f"{type(exc).__name__}: {exc}"
+        return f"HTTP {r.status}: {msg or r.text}"
+    return str(exc) if isinstance(exc, HttpError) else f"{type(exc).__name__}: {exc}"

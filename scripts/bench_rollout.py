@@ -1,25 +1,36 @@
 #!/usr/bin/env python3
-"""Throughput and memory of `cua rollout` at high concurrency.
+"""Throughput, CPU and memory of `cua rollout` at high concurrency.
 
-An env server and an OpenAI-style model server that answer after fixed
-delays (default: 1.0 s per env action, 0.5 s per model call) stand in for
-slow remote systems; they speak the same protocols as DART's env cluster and
-vLLM. The ideal rate is concurrency / step latency; we report the measured
-steady-state steps/s against it and the peak memory of cua's processes.
+Stand-ins for slow remote systems answer after fixed delays (default: 1.0 s
+per env action, 0.5 s per model call): an env server speaking DART's
+env-cluster protocol, and a model server speaking vLLM's chat API. Each
+screenshot is a distinct PNG (default 1920x1080, about 250 KB). The model
+stand-in never parses request bodies, so it cannot become the bottleneck;
+like vLLM it accepts an image part that carries only a `uuid` it has seen
+before, and answers HTTP 400 "Cache miss ..." for one it has not.
 
-    .venv/bin/python scripts/bench_rollout.py --envs 64
+The ideal rate is concurrency / step latency. We report steady-state
+steps/s against it (while every slot has an episode), the CPU that all cua processes spent per step (user +
+system, over the same steady window), the model request bytes per step, and
+the peak memory of cua's processes.
+
+    .venv/bin/python scripts/bench_rollout.py --envs 1024 --episodes 3072
+    .venv/bin/python scripts/bench_rollout.py --envs 256 --size 1280x720 --history 3 --processes 4
 """
 
 import argparse
+import asyncio
 import io
 import json
 import os
+import re
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import zlib
 from pathlib import Path
 
 import psutil
@@ -27,127 +38,234 @@ from PIL import Image
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
+ANSWER = "Thought: bench.\nAction: click(start_box='(100,100)')"
 
 
-def _png() -> bytes:
-    """A 1280x720 screenshot of realistic size (~0.3 MB): flat areas plus a noisy photo."""
-    img = Image.new("RGB", (1280, 720), (40, 90, 160))
-    img.paste(Image.effect_noise((400, 300), 40).convert("RGB"), (100, 100))
-    buf = io.BytesIO()
-    img.save(buf, "PNG", compress_level=1)
-    return buf.getvalue()
+def make_png(width: int, height: int, target_kb: int) -> bytes:
+    """A screenshot of about `target_kb`: flat areas, plus a noisy photo sized to reach the target."""
+    def render(side: int) -> bytes:
+        img = Image.new("RGB", (width, height), (40, 90, 160))
+        side = max(1, min(side, width, height))
+        img.paste(Image.effect_noise((side, side), 40).convert("RGB"), (0, 0))
+        buf = io.BytesIO()
+        img.save(buf, "PNG", compress_level=1)
+        return buf.getvalue()
+
+    side, png = 200, b""
+    for _ in range(4):  # noise compresses about linearly with its area: a few steps converge
+        png = render(side)
+        side = int(side * (target_kb * 1024 / len(png)) ** 0.5)
+    return png
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    env_delay = model_delay = 0.0
-    png = b""
-    counter = iter(range(10**9))
+def numbered(png: bytes, n: int) -> bytes:
+    """The PNG with a tEXt chunk holding `n`: every screenshot distinct, still a valid PNG."""
+    text = b"bench\0" + str(n).encode()
+    chunk = struct.pack(">I", len(text)) + b"tEXt" + text + struct.pack(">I", zlib.crc32(b"tEXt" + text))
+    return png[:33] + chunk + png[33:]  # right after the signature and IHDR
 
-    def log_message(self, *args):
+
+class StandIn:
+    """A minimal HTTP/1.1 keep-alive server on asyncio: env or model, by `role`."""
+
+    UUID = re.compile(rb'"uuid":"([^"]{1,128})","image_url":(null|\{)')
+
+    def __init__(self, role: str, png: bytes, env_delay: float, model_delay: float):
+        self.role, self.png, self.env_delay, self.model_delay = role, png, env_delay, model_delay
+        self.counter = 0
+        self.cached: set[bytes] = set()
+        self.stats = {"requests": 0, "request_bytes": 0, "cache_misses": 0, "images_with_data": 0,
+                      "images_by_uuid": 0}
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                m = re.search(rb"(?i)\r\ncontent-length:\s*([0-9]+)", head)
+                body = await reader.readexactly(int(m.group(1))) if m else b""
+                path = head.split(b" ", 2)[1].decode()
+                status, ctype, payload = await self.route(path, body)
+                writer.write(b"HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+                             % (status, ctype, len(payload)) + payload)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def route(self, path: str, body: bytes):
+        js = b"application/json"
+        if path == "/bench/stats":
+            return 200, js, json.dumps(self.stats).encode()
+        if path.startswith("/server/getAvailableAndLock"):
+            self.counter += 1
+            return 200, js, json.dumps({"data": {"server_id": str(self.counter), "instruction": "bench"}}).encode()
+        if path.startswith("/server/execute/"):
+            if b'"screenshot"' in body:
+                self.counter += 1
+                return 200, b"image/png", numbered(self.png, self.counter)
+            await asyncio.sleep(self.env_delay)
+            return 200, js, b'{"data": {"done": false}}'
+        if path.startswith("/server/evaluate/"):
+            return 200, js, b'{"data": {"result": 0.0}}'
+        if path.startswith("/server/release/"):
+            return 200, js, b'{"data": {}}'
+        if path.endswith("/v1/models"):  # how cua tells a vLLM server, which keeps images by uuid
+            return 200, js, b'{"object": "list", "data": [{"id": "ui-tars", "owned_by": "vllm"}]}'
+        if path.endswith("/chat/completions"):
+            return await self.chat(body)
+        return 404, js, b'{"error": "not found"}'
+
+    async def chat(self, body: bytes):
+        self.stats["requests"] += 1
+        self.stats["request_bytes"] += len(body)
+        # Image parts are found by their uuid alone, never by parsing the body (see the module doc).
+        for index, (uuid, data) in enumerate(self.UUID.findall(body)):
+            if data == b"null" and uuid not in self.cached:
+                self.stats["cache_misses"] += 1
+                msg = f"Cache miss for image at index {index} but data is not provided."
+                return 400, b"application/json", json.dumps(
+                    {"error": {"message": msg, "type": "BadRequestError", "code": 400}}).encode()
+        for uuid, data in self.UUID.findall(body):
+            self.cached.add(uuid)
+            self.stats["images_with_data" if data == b"{" else "images_by_uuid"] += 1
+        await asyncio.sleep(self.model_delay)
+        return 200, b"application/json", json.dumps(
+            {"choices": [{"message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}]}).encode()
+
+
+def serve(role: str, args) -> None:
+    """Run one stand-in until killed; prints its port first."""
+    try:
+        import uvloop  # present wherever vLLM is; the stand-ins only get cheaper with it
+        uvloop.install()
+    except ImportError:
         pass
+    width, height = map(int, args.size.split("x"))
+    standin = StandIn(role, make_png(width, height, args.png_kb), args.env_delay, args.model_delay)
 
-    def _send(self, body: bytes, ctype="application/json"):
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    async def main():
+        server = await asyncio.start_server(standin.handle, "127.0.0.1", 0, backlog=4096)
+        print(server.sockets[0].getsockname()[1], flush=True)
+        await server.serve_forever()
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        if self.path.startswith("/server/getAvailableAndLock"):
-            self._send(json.dumps({"data": {"server_id": str(next(self.counter)), "instruction": "bench"}}).encode())
-        elif self.path.startswith("/server/execute/"):
-            if body.get("action") == "screenshot":
-                self._send(self.png, "image/png")
-            else:
-                time.sleep(self.env_delay)
-                self._send(b'{"data": {"done": false}}')
-        elif self.path.startswith("/server/evaluate/"):
-            self._send(b'{"data": {"result": 0.0}}')
-        elif self.path.startswith("/server/release/"):
-            self._send(b'{"data": {}}')
-        elif self.path.endswith("/chat/completions"):
-            time.sleep(self.model_delay)
-            text = "Thought: bench.\nAction: click(start_box='(100,100)')"
-            self._send(json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode())
-        else:
-            self.send_error(404)
+    asyncio.run(main())
 
 
-def _serve(env_delay, model_delay) -> ThreadingHTTPServer:
-    _Handler.env_delay, _Handler.model_delay, _Handler.png = env_delay, model_delay, _png()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def _tree_rss(proc: psutil.Process) -> int:
-    total = 0
+def _tree(proc: psutil.Process):
     for p in [proc, *proc.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
+            t = p.cpu_times()
+            yield p.memory_info().rss, (t.user, t.system)
         except psutil.NoSuchProcess:
             pass
-    return total
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _at(samples: list[tuple[float, tuple]], t: float) -> tuple:
+    """The (user, system, main process) CPU seconds sampled closest to wall time `t`."""
+    return min(samples, key=lambda s: abs(s[0] - t))[1]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--envs", type=int, default=64, help="concurrent episodes")
-    ap.add_argument("--episodes", type=int, default=192, help="episodes in all")
+    ap.add_argument("--envs", type=int, default=64, help="concurrent episodes (runner.num_envs)")
+    ap.add_argument("--episodes", type=int, default=None, help="episodes in all (default: 4 x envs)")
     ap.add_argument("--steps", type=int, default=10, help="steps per episode")
     ap.add_argument("--env-delay", type=float, default=1.0)
     ap.add_argument("--model-delay", type=float, default=0.5)
+    ap.add_argument("--size", default="1920x1080", help="screenshot size, WxH")
+    ap.add_argument("--png-kb", type=int, default=250, help="screenshot file size to aim for")
+    ap.add_argument("--history", type=int, default=5, help="screenshots per request (agent.history_images)")
     ap.add_argument("--processes", type=int, default=None, help="runner processes (default: cua's choice)")
+    ap.add_argument("--no-uuid", action="store_true", help="send every image's bytes (model.image_uuids: false)")
+    ap.add_argument("--dir", help="where the run folder goes (default: the temp dir; /dev/shm takes the disk out)")
+    ap.add_argument("--keep", action="store_true", help="keep the run folder (removed by default: it is large)")
+    ap.add_argument("--role", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.role:
+        return serve(args.role, args)
+    episodes = args.episodes or 4 * args.envs
 
-    # The fake servers run in their own process so they never compete with cua for the GIL.
-    if os.environ.get("_BENCH_SERVER"):
-        server = _serve(args.env_delay, args.model_delay)
-        print(server.server_address[1], flush=True)
-        threading.Event().wait()
-    server_proc = subprocess.Popen([sys.executable, __file__, *sys.argv[1:]], stdout=subprocess.PIPE,
-                                   env=dict(os.environ, _BENCH_SERVER="1"), start_new_session=True)
-    port = int(server_proc.stdout.readline())
-    url = f"http://127.0.0.1:{port}"
+    # Each stand-in in its own process, so it never competes with cua (or the other) for a GIL.
+    servers, ports = [], {}
+    for role in ("env", "model"):
+        p = subprocess.Popen([sys.executable, __file__, *sys.argv[1:], "--role", role], stdout=subprocess.PIPE,
+                             start_new_session=True)
+        servers.append(p)
+        ports[role] = int(p.stdout.readline())
+    env_url, model_url = (f"http://127.0.0.1:{ports[r]}" for r in ("env", "model"))
 
-    work = Path(tempfile.mkdtemp(prefix="cua-bench-"))
+    # ~10 GB of screenshots at 1,024 episodes, removed afterwards
+    work = Path(tempfile.mkdtemp(prefix="cua-bench-", dir=args.dir))
+    try:
+        run_bench(args, episodes, work, env_url, model_url)
+    finally:
+        for p in servers:
+            os.killpg(p.pid, 15)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run_bench(args, episodes: int, work: Path, env_url: str, model_url: str) -> None:
     tasks = work / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"task_id": f"bench-{i}", "domain": "bench"}) + "\n"
-                             for i in range(args.episodes)))
+                             for i in range(episodes)))
     config = work / "bench.yaml"
     config.write_text(f"""
 run: {{name: bench, results_dir: {work}/results}}
 tasks: {{kind: jsonl, jsonl: {tasks}}}
-env: {{url: "{url}"}}
-model: {{provider: openai, endpoints: ["{url}/v1"]}}
+env: {{url: "{env_url}"}}
+model: {{provider: openai, endpoints: ["{model_url}/v1"]{', image_uuids: false' if args.no_uuid else ''}}}
+agent: {{history_images: {args.history}}}
 runner: {{num_envs: {args.envs}, max_steps: {args.steps}{f', processes: {args.processes}' if args.processes else ''}}}
 """)
     cmd = [str(ROOT / ".venv/bin/cua"), "rollout", str(config)]
     start = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     ps = psutil.Process(proc.pid)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _tree_rss(ps))
-        time.sleep(0.2)
+    peak, samples, runners = 0, [], 0
+    try:
+        while proc.poll() is None:
+            tree = list(_tree(ps))
+            peak = max(peak, sum(r for r, _ in tree))
+            runners = max(runners, sum("spawn_main" in " ".join(_cmdline(p)) for p in ps.children()))
+            main = sum(tree[0][1]) if tree else 0.0
+            samples.append((time.time(), (*map(sum, zip(*(c for _, c in tree))), main)))
+            time.sleep(0.25)
+    finally:
+        if proc.poll() is None:  # interrupted: stop the rollout and its runners with us
+            os.killpg(proc.pid, 9)
     wall = time.time() - start
-    os.killpg(server_proc.pid, 15)
+    stats = json.loads(subprocess.run(["curl", "-s", f"{model_url}/bench/stats"], capture_output=True).stdout or b"{}")
     if proc.returncode != 0:
-        sys.exit(f"cua rollout failed ({proc.returncode}): {proc.stdout.read().decode()}")
+        sys.exit(f"cua rollout failed ({proc.returncode}): {proc.stderr.read().decode()[-3000:]}")
 
-    times = sorted(json.loads(line)["time"] for f in (work / "results").glob("*/trajectories/*/*/traj.jsonl")
-                   for line in f.read_text().splitlines())
-    # Steady state: between the moments the pool was filled and began to drain.
-    lo, hi = times[args.envs], times[-args.envs]
-    steady = (len(times) - 2 * args.envs) / (hi - lo)
+    episodes_times = [[json.loads(line)["time"] for line in f.read_text().splitlines()]
+                      for f in (work / "results").glob("*/trajectories/*/*/traj.jsonl")]
+    times = sorted(t for ts in episodes_times for t in ts)
+    # Steady state: from the moment every slot had begun an episode to the moment the last
+    # episode began; after that, slots fall idle one by one as the queue has nothing left.
+    lo, hi = times[args.envs], max(ts[0] for ts in episodes_times if ts)
+    steady_steps = sum(lo <= t < hi for t in times)
+    steady = steady_steps / (hi - lo)
     ideal = args.envs / (args.env_delay + args.model_delay)
-    rows = [["concurrent episodes", args.envs], ["steps", len(times)], ["wall time (s)", f"{wall:.1f}"],
-            ["steady steps/s", f"{steady:.2f}"], ["ideal steps/s", f"{ideal:.2f}"],
-            ["ratio to ideal", f"{steady / ideal:.3f}"], ["peak RSS, all cua processes (GiB)", f"{peak / 2**30:.2f}"]]
+    user, system, main = ((b - a) / steady_steps * 1000 for a, b in zip(_at(samples, lo), _at(samples, hi)))
+    requests = max(stats.get("requests", 0), 1)
+    rows = [["concurrent episodes", args.envs], ["runner processes", runners],
+            ["screenshot", f"{args.size}, {len(make_png(*map(int, args.size.split('x')), args.png_kb)) // 1024} KB"],
+            ["screenshots per request", args.history], ["steps", len(times)], ["wall time (s)", f"{wall:.1f}"],
+            ["steady steps/s", f"{steady:.1f}"], ["ideal steps/s", f"{ideal:.1f}"],
+            ["ratio to ideal", f"{steady / ideal:.3f}"], ["cua CPU per step (ms)", f"{user + system:.2f}"],
+            ["  of which user / system", f"{user:.2f} / {system:.2f}"],
+            ["  of which the main process", f"{main:.2f}"],
+            ["model request MB per step", f"{stats.get('request_bytes', 0) / requests / 2**20:.3f}"],
+            ["images sent with data / by uuid", f"{stats.get('images_with_data')} / {stats.get('images_by_uuid')}"],
+            ["cache misses answered", stats.get("cache_misses")],
+            ["peak RSS, all cua processes (GiB)", f"{peak / 2**30:.2f}"]]
     print(tabulate(rows, tablefmt="simple_outline"))
 
 

@@ -12,10 +12,10 @@ import threading
 
 import psutil
 import pytest
-import requests
 
 from conftest import CUA, wait_for
 from cua_cli.errors import InfraError
+from cua_cli.httpclient import Client
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
 from cua_cli.retry import with_retries
@@ -124,10 +124,11 @@ def _closed_port() -> int:
 
 def test_only_requests_that_never_reached_the_server_are_retried_for_actions():
     calls = []
+    http = Client()
 
     def post(url):
         calls.append(url)
-        return requests.post(url, json={"action": "pyautogui.click(1, 1)"}, timeout=5)
+        return http.post(url, 5, json={"action": "pyautogui.click(1, 1)"})
 
     # Connection refused: the server never saw the request, so even an action may be sent again.
     url = f"http://127.0.0.1:{_closed_port()}/server/execute/x"

@@ -15,7 +15,7 @@ import math
 from ..budget import Budget
 from ..errors import EnvError, TaskRefused
 from ..retry import with_retries
-from ..sessions import ThreadSessions
+from ..httpclient import Client
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 from .agentgym_presets import IDX, PRESETS, Preset, wire_action
@@ -30,7 +30,7 @@ class AgentGymEnv:
         self.name = env
         self.preset: Preset = PRESETS[env]
         self.base = url.rstrip("/") + self.preset.base
-        self.sessions = ThreadSessions(token)
+        self.http = Client(token)
         self.timeout_s = timeout_s
         self.retries = retries
 
@@ -43,8 +43,8 @@ class AgentGymEnv:
              idempotent: bool = True):
         """One request, retried while that is safe; the answer's JSON, checked for an `error`."""
         def once():
-            r = self.sessions.get().request(method, f"{self.base}/{route}", json=body, params=params,
-                                    timeout=budget.timeout(self.timeout_s))
+            r = self.http.request(method, f"{self.base}/{route}", budget.timeout(self.timeout_s), json=body,
+                                  params=params)
             r.raise_for_status()
             return r
 

@@ -6,21 +6,22 @@ the structured actions (`actions.to_command`), never model text. Requests go
 through a per-thread HTTP session so connections are kept alive.
 """
 
-import io
 import math
+import struct
 import time
 from dataclasses import dataclass
 
-import requests
-from PIL import Image
 
 from ..actions import to_command
 from ..budget import Budget
+from ..httpclient import BadStatus, Client, Response
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, Stopped, TaskRefused
 from ..retry import describe, with_retries
-from ..sessions import ThreadSessions
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_SIDE = 32768  # pixels: beyond any screen, and what a downstream image decoder may be asked to hold
 
 # How an env says "I understood the request and it is invalid" (an action, a task's config).
 REFUSED = (400, 422)
@@ -42,15 +43,15 @@ class ClusterEnv:
     def __init__(self, settings: EnvSettings):
         self.s = settings
         self.base = settings.url.rstrip("/")
-        self.sessions = ThreadSessions(settings.token)
+        self.http = Client(settings.token)
 
     @classmethod
     def from_config(cls, cfg, url: str, secrets: dict) -> "ClusterEnv":
         e = cfg.env
         return cls(EnvSettings(url, secrets.get("env"), e.os, e.timeout_s, e.retries, e.allocate_wait_s))
 
-    def _post(self, path: str, body, budget: Budget) -> requests.Response:
-        r = self.sessions.get().post(f"{self.base}{path}", json=body, timeout=budget.timeout(self.s.timeout_s))
+    def _post(self, path: str, body, budget: Budget) -> Response:
+        r = self.http.post(f"{self.base}{path}", budget.timeout(self.s.timeout_s), json=body)
         r.raise_for_status()
         return r
 
@@ -88,13 +89,13 @@ class ClusterSession:
         instruction = data.get("instruction")
         self.instruction = instruction if isinstance(instruction, str) else None
 
-    def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> requests.Response:
+    def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> Response:
         return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget),
                             self.c.s.retries, what, budget.should_stop, idempotent=idempotent, error=error)
 
     def observe(self, budget: Budget) -> Observation:
         r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, budget)
-        if not r.content.startswith(b"\x89PNG"):
+        if not r.content.startswith(PNG_SIGNATURE):
             raise EnvError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
         width, height = _image_size(r.content)
         return Observation(r.content, width, height)
@@ -134,25 +135,28 @@ class ClusterSession:
 
 
 def _image_size(png: bytes) -> tuple[int, int]:
-    """Width and height from the image header; bytes that are no image are the env's fault."""
-    try:
-        return Image.open(io.BytesIO(png)).size
-    except Exception as e:  # PIL raises many kinds for foreign bytes, decompression bombs included
-        raise EnvError(f"screenshot: not a readable image ({type(e).__name__}: {e})") from None
+    """Width and height from the PNG header alone (the image is never decoded here);
+    a header that is not a PNG's, or a size no screen has, is the env's fault."""
+    if len(png) < 24 or png[:8] != PNG_SIGNATURE or png[12:16] != b"IHDR":
+        raise EnvError("screenshot: not a PNG image (no PNG signature and IHDR header)")
+    width, height = struct.unpack(">II", png[16:24])
+    if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE):
+        raise EnvError(f"screenshot: a PNG of {width}x{height} pixels is no screen (at most {MAX_SIDE} a side)")
+    return width, height
 
 
 def _status(e: InfraError) -> int | None:
     """The HTTP status the env answered with, when an answer is what failed."""
-    return e.__cause__.response.status_code if isinstance(e.__cause__, requests.HTTPError) else None
+    return e.__cause__.response.status if isinstance(e.__cause__, BadStatus) else None
 
 
-def _data(r: requests.Response, error: type[InfraError] = EnvError):
+def _data(r: Response, error: type[InfraError] = EnvError):
     """The `data` of a JSON answer. Messages quote the raw text, not a repr of
     what was parsed: a hostile answer nests deep enough to break repr."""
     try:
         payload = r.json()
     except (ValueError, RecursionError):
-        raise error(f"{r.request.method} {r.url}: answer is not JSON: {r.text!r}") from None
+        raise error(f"{r.method} {r.url}: answer is not JSON: {r.text!r}") from None
     if not isinstance(payload, dict) or "data" not in payload:
-        raise error(f"{r.request.method} {r.url}: answer has no 'data': {r.text!r}")
+        raise error(f"{r.method} {r.url}: answer has no 'data': {r.text!r}")
     return payload["data"]

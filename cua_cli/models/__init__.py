@@ -17,9 +17,12 @@ Providers are chosen by `model.provider` through PROVIDERS: a new one is one
 module plus one line there.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from random import Random
 from typing import Callable, Protocol
+
+import pybase64
 
 from ..budget import Budget
 from ..registry import load
@@ -33,9 +36,29 @@ PROVIDERS = {
 
 @dataclass(frozen=True)
 class Image:
-    """A screenshot in a prompt: its bytes, and its file in the trajectory folder."""
+    """A screenshot in a prompt: its bytes, and its file in the trajectory folder.
+
+    Its content id and its base64 text are computed once, however many
+    prompts it appears in while it stays in the history.
+    """
     png: bytes
     file: str | None = None
+
+    @property
+    def uuid(self) -> str:
+        """A content hash: the same bytes always get the same id (a server's cache key for them)."""
+        return self._once("uuid", lambda: hashlib.sha256(self.png).hexdigest()[:32])  # SHA-NI: the fastest here
+
+    @property
+    def base64(self) -> bytes:
+        return self._once("base64", lambda: pybase64.b64encode(self.png))
+
+    def _once(self, name: str, make):
+        # Not functools.cached_property: before Python 3.12 it takes one lock for all instances.
+        value = self.__dict__.get(name)
+        if value is None:
+            value = self.__dict__[name] = make()
+        return value
 
 
 @dataclass(frozen=True)

@@ -5,35 +5,49 @@ the episode's growing history. New episodes go to the least-loaded endpoint;
 if an episode's endpoint keeps failing, it moves to another one. With a
 fleet file, every reply carries the model version its server runs, read
 afresh whenever the file changes (a rolling reload changes it under us).
+
+Screenshots go to vLLM once: each image part carries a content hash as its
+`uuid`, and once a server has the image, later requests of the episode send
+only the uuid. A server that lost it (restart, eviction, failover) answers
+400 "Cache miss"; the request is then sent again with every image's bytes,
+which costs no retry and loses no step.
 """
 
-import base64
 import itertools
+import json
 import math
 import os
 import re
+import sys
+import threading
 
-import requests
+
+import pybase64
 
 from ..errors import ModelError
 from ..fleet.server import FleetFileError, api_base, read_fleet
+from ..httpclient import Client, HttpError, Response
 from ..retry import with_retries
-from ..sessions import ThreadSessions
 from . import Image, Params, Reply
 from .routing import Router
 
 _TOKEN_NAME = re.compile(r"token_id:[0-9]{1,12}")
+# After this many misses in a row on images an episode had just sent, the server evidently keeps no
+# images (e.g. --mm-processor-cache-gb 0): stop sending uuids to it rather than pay twice per step.
+MAX_MISS_STREAK = 2
 
 
 class OpenAIChat:
     def __init__(self, mcfg, api_key: str | None, router: Router | None = None, fleet_file=None):
         self.cfg = mcfg
         self.endpoints = [e.rstrip("/") for e in mcfg.endpoints]
-        self.sessions = ThreadSessions(api_key)
+        self.http = Client(api_key)
         self.router = router or Router(len(self.endpoints))
         self.fleet_file = fleet_file
         self._versions: tuple[float, dict] = (-1.0, {})
         self._rr = itertools.count()
+        self._uuids: dict[str, bool] = {}   # endpoint -> whether it keeps images by uuid
+        self._probing = threading.Lock()
 
     @classmethod
     def from_config(cls, cfg, secrets: dict, router: Router | None) -> "OpenAIChat":
@@ -60,6 +74,29 @@ class OpenAIChat:
             pass  # mid-rewrite or gone: keep the versions last read
         return self._versions[1].get(endpoint, (None, None))
 
+    def takes_uuids(self, endpoint: str, budget) -> bool:
+        """Whether to send images by uuid: `model.image_uuids`, or with "auto", whether the server is vLLM."""
+        if self.cfg.image_uuids is False:
+            return False
+        with self._probing:  # one probe per endpoint, however many episodes start at once
+            if endpoint not in self._uuids:
+                if self.cfg.image_uuids is True:
+                    self._uuids[endpoint] = True
+                    return True
+                try:
+                    r = self.http.get(f"{endpoint}/models", budget.timeout(self.cfg.timeout_s))
+                    models = r.json().get("data") if r.ok else None
+                except (HttpError, ValueError, AttributeError, RecursionError):
+                    return False  # ask again next time: the server may be starting
+                self._uuids[endpoint] = isinstance(models, list) and any(
+                    isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models)
+            return self._uuids[endpoint]
+
+    def stop_uuids(self, endpoint: str) -> None:
+        if self._uuids.get(endpoint):
+            sys.stderr.write(f"cua: {endpoint} keeps no images between requests: sending every image's bytes\n")
+        self._uuids[endpoint] = False
+
     def session(self, task_id: str, sample: int) -> "_Session":
         return _Session(self, self.router.acquire())
 
@@ -68,6 +105,8 @@ class _Session:
     def __init__(self, chat: OpenAIChat, index: int):
         self.chat = chat
         self.index = index
+        self.held: set[str] = set()   # uuids of the images this episode's server has from us
+        self.miss_streak = 0
 
     def complete(self, messages: list[dict], params: Params) -> Reply:
         errors = []
@@ -75,6 +114,7 @@ class _Session:
             self.chat.router.release(self.index)
             self.index = next(self.chat._rr) % len(self.chat.endpoints)
             self.chat.router.take(self.index)
+            self.held.clear()
         for _ in range(len(self.chat.endpoints)):
             endpoint = self.chat.endpoints[self.index]
             try:
@@ -89,6 +129,7 @@ class _Session:
                 self.chat.router.failed(self.index)
                 self.chat.router.release(self.index)
                 self.index = self.chat.router.acquire(exclude=self.index)
+                self.held.clear()  # a new server has none of our images
         raise ModelError("; ".join(errors))
 
     def close(self) -> None:
@@ -96,16 +137,28 @@ class _Session:
 
     def _post(self, endpoint: str, messages: list[dict], params: Params) -> Reply:
         c = self.chat.cfg
-        body = {"model": c.name, "messages": [_wire(m) for m in messages], "temperature": c.temperature,
-                "max_tokens": c.max_tokens}
+        head = {"model": c.name, "temperature": c.temperature, "max_tokens": c.max_tokens}
         if c.guided and params.answers.grammar:
-            body["structured_outputs"] = {"regex": params.answers.grammar}
+            head["structured_outputs"] = {"regex": params.answers.grammar}
         if c.record_tokens:  # vLLM: the prompt's and the answer's token ids beside the answer
-            body.update(logprobs=True, return_token_ids=True)
+            head.update(logprobs=True, return_token_ids=True)
         elif c.record_logprobs:
-            body.update(logprobs=True, return_tokens_as_token_ids=True)
-        r = self.chat.sessions.get().post(f"{endpoint}/chat/completions", json=body, timeout=params.budget.timeout(c.timeout_s))
+            head.update(logprobs=True, return_tokens_as_token_ids=True)
+        uuids = self.chat.takes_uuids(endpoint, params.budget)
+        http, url = self.chat.http, f"{endpoint}/chat/completions"
+        images = [p.uuid for m in messages if not isinstance(m["content"], str)
+                  for p in m["content"] if isinstance(p, Image)] if uuids else []
+        by_uuid = self.held.intersection(images)
+        r = http.post(url, params.budget.timeout(c.timeout_s), data=_body(head, messages, uuids, by_uuid))
+        if by_uuid and r.status == 400 and "Cache miss" in r.text:
+            self.miss_streak += 1
+            if self.miss_streak >= MAX_MISS_STREAK:
+                self.chat.stop_uuids(endpoint)
+            r = http.post(url, params.budget.timeout(c.timeout_s), data=_body(head, messages, uuids, set()))
+        elif by_uuid:
+            self.miss_streak = 0
         r.raise_for_status()
+        self.held = set(images)  # images leave the history for good, so only this prompt's can come back
         reply = _reply(r, "ids" if c.record_tokens else "names" if c.record_logprobs else None)
         if reply is None:
             raise ModelError(f"model {endpoint}: malformed answer: {r.text!r}")
@@ -115,17 +168,44 @@ class _Session:
         return reply
 
 
-def _wire(message: dict) -> dict:
-    """A message in the OpenAI chat format: images inline as base64 PNG data URLs."""
-    content = message["content"]
-    if isinstance(content, str):
-        return message
-    return {"role": message["role"], "content": [
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(p.png).decode()}}
-        if isinstance(p, Image) else p for p in content]}
+def _body(head: dict, messages: list[dict], uuids: bool, by_uuid: set[str]) -> bytes:
+    """The request body as JSON bytes: images as base64 PNG data URLs, with their uuid when `uuids`,
+    and as the uuid alone for those in `by_uuid`.
+
+    Built from pieces so the large base64 texts are never escaped or copied
+    by a JSON encoder (base64 needs no escaping).
+    """
+    parts = [_dumps(head)[:-1], b',"messages":[']
+    for i, m in enumerate(messages):
+        parts.append(b"," if i else b"")
+        if isinstance(m["content"], str):
+            parts.append(_dumps(m))
+            continue
+        parts += [b'{"role":', _dumps(m["role"]), b',"content":[']
+        for j, p in enumerate(m["content"]):
+            parts.append(b"," if j else b"")
+            if not isinstance(p, Image):
+                parts.append(_dumps(p))
+                continue
+            parts.append(b'{"type":"image_url",')
+            if uuids:
+                parts += [b'"uuid":"', p.uuid.encode(), b'",']
+            if p.uuid in by_uuid:
+                parts.append(b'"image_url":null}')
+            else:
+                # by uuid, the bytes travel once: not worth keeping their base64 in memory afterwards
+                data = pybase64.b64encode(p.png) if uuids else p.base64
+                parts += [b'"image_url":{"url":"data:image/png;base64,', data, b'"}}']
+        parts.append(b"]}")
+    parts.append(b"]}")
+    return b"".join(parts)
 
 
-def _reply(r: requests.Response, tokens: str | None) -> Reply | None:
+def _dumps(obj) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _reply(r: Response, tokens: str | None) -> Reply | None:
     """The first choice of a chat completion; None when the answer is not one.
 
     `tokens`: "ids" reads the token ids vLLM returns with return_token_ids (the

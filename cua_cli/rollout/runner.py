@@ -44,9 +44,11 @@ class Runner:
         self.redact = Redactor(spec.secrets.values()).text
         self._last_reclaim = 0.0
         self._reclaim_lock = threading.Lock()
+        self._idle_checked = (-1e9, False)  # (when, whether the queue was drained)
+        self._idle_lock = threading.Lock()
 
     def run(self, stop) -> None:
-        """Play pairs until the queue is done (or `stop` is set); `stop` is an Event."""
+        """Play pairs until the queue is done (or `stop` is set); `stop` is an Event, maybe another process's."""
         finished = threading.Event()
 
         def heartbeat():
@@ -54,6 +56,11 @@ class Runner:
                 self.queue.heartbeat()
 
         threading.Thread(target=heartbeat, daemon=True).start()
+        if not isinstance(stop, threading.Event):
+            # Every step of every slot asks whether to stop: a process-shared Event takes a
+            # semaphore each time, so one thread waits on it and the slots read a local copy.
+            shared, stop = stop, threading.Event()
+            threading.Thread(target=lambda: (shared.wait(), stop.set()), daemon=True).start()
         slots = [threading.Thread(target=self._slot, args=(stop,)) for _ in range(self.spec.slots)]
         for t in slots:
             t.start()
@@ -65,7 +72,7 @@ class Runner:
         while not stop.is_set():
             item = self.queue.claim()
             if item is None:
-                if not self.spec.watch and self.queue.idle():
+                if not self.spec.watch and self._drained():
                     return
                 self._maybe_reclaim()
                 stop.wait(self.cfg.runner.poll_s)
@@ -81,9 +88,18 @@ class Runner:
                               count_error=rec["stop_reason"] != "interrupted",
                               give_up=rec["stop_reason"] == "bad_task")
 
+    def _drained(self) -> bool:
+        """Nothing pending or claimed: looked at once per poll interval, however many slots are idle."""
+        with self._idle_lock:
+            if time.monotonic() - self._idle_checked[0] >= self.cfg.runner.poll_s / 2:
+                self._idle_checked = (time.monotonic(), self.queue.idle())
+            return self._idle_checked[1]
+
     def _maybe_reclaim(self) -> None:
-        with self._reclaim_lock:  # one scan per runner every few seconds is plenty
-            if time.monotonic() - self._last_reclaim < min(2.0, self.cfg.runner.lease_ttl_s / 4):
+        # A lease expires only after lease_ttl_s, so one scan per runner every quarter of it is
+        # enough; the backend reclaims the claims of runners it saw die at once.
+        with self._reclaim_lock:
+            if time.monotonic() - self._last_reclaim < self.cfg.runner.lease_ttl_s / 4:
                 return
             self._last_reclaim = time.monotonic()
         self.queue.reclaim()

@@ -19,9 +19,9 @@ import uuid
 from pathlib import Path
 
 import psutil
-from filelock import FileLock
 
 from .jsonl import append_line, read_from
+from .lock import QueueLock
 from .names import pair_key
 from .records import error_line, is_index, scheduled_record
 
@@ -71,6 +71,8 @@ def read_item(path) -> dict:
 
 
 def _pid_gone(pid: int) -> bool:
+    if pid <= 0:
+        return True
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -86,7 +88,8 @@ class DirQueue:
         self.lease_ttl = lease_ttl
         for state in STATES:
             (self.root / state).mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.root / ".lock"))
+        self._lock = QueueLock(self.root / ".lock")
+        self._pending: list[str] = []  # names in pending/ at the last look, in the order claims take them
         self._scheduled: set[tuple[str, int]] = set()
         self._scheduled_offset = 0
         self._held: dict[str, str] = {}  # key -> lease token of claims held by this process
@@ -145,34 +148,40 @@ class DirQueue:
     def claim(self):
         """Take one pending pair, or None. The caller must finish() or release() it."""
         with self._lock:
-            for entry in sorted(os.scandir(self.root / "pending"), key=lambda e: e.name):
-                if not entry.name.endswith(".json") or entry.name.startswith("."):
-                    continue
-                name = entry.name[:-5]
+            while True:
+                if not self._pending:
+                    # Listed once per pass, not per claim: with thousands of pairs pending,
+                    # a scan and sort under the lock for every claim would throttle every runner.
+                    self._pending = sorted((e.name for e in os.scandir(self.root / "pending")
+                                            if e.name.endswith(".json") and not e.name.startswith(".")),
+                                           reverse=True)
+                    if not self._pending:
+                        return None
+                file = self._pending.pop()
+                name, path = file[:-5], os.path.join(self.root, "pending", file)
                 try:
-                    item = read_item(entry.path)
+                    item = read_item(path)
                 except FileNotFoundError:
-                    continue  # taken or rejected by a claimer on another host
+                    continue  # taken by another claimer, or rejected
                 except (OSError, ValueError) as e:
                     # A file we cannot use must neither block the queue nor vanish.
-                    self._reject(entry.path, name, "pending", str(e))
+                    self._reject(path, name, "pending", str(e))
                     continue
                 # A dropped file may have any name: the pair's own key decides where it lives.
                 key = pair_key(item["task_id"], item["sample"])
                 if key != name and self._state_of(key) is not None:
-                    self._reject(entry.path, name, "pending",
+                    self._reject(path, name, "pending",
                                  f"pair ({item['task_id'][:200]!r}, {item['sample']}) is already queued")
                     continue
                 self._schedule(item)  # files dropped in by other processes count too
                 token = uuid.uuid4().hex
                 item["lease"] = {"host": HOST, "pid": os.getpid(), "token": token, "claimed_at": time.time()}
-                os.replace(entry.path, self._path("claimed", key))
+                os.replace(path, self._path("claimed", key))
                 _write_atomic(self._path("claimed", key), item)
                 with self._held_lock:
                     self._held[key] = token
                 item["key"] = key
                 return item
-        return None
 
     def _still_ours(self, key: str, token: str) -> bool:
         try:
@@ -231,12 +240,17 @@ class DirQueue:
         """
         now = time.time()
         n = 0
+        gone: dict[int, bool] = {}  # pid -> exited: a few runners hold all the claims
+        with self._held_lock:
+            ours = set(self._held) if os.getpid() not in dead_pids else set()
         with self._lock:
             for entry in list(os.scandir(self.root / "claimed")):
                 if not entry.name.endswith(".json") or entry.name.startswith("."):
                     continue
                 try:
                     age = now - entry.stat().st_mtime
+                    if entry.name[:-5] in ours and age <= self.lease_ttl:
+                        continue  # held by this live process: no need to read it
                     item = read_item(entry.path)
                 except FileNotFoundError:
                     continue  # finished meanwhile
@@ -246,8 +260,11 @@ class DirQueue:
                     continue
                 lease = item.pop("lease", None) or {}
                 local = lease.get("host") == HOST
-                pid = lease.get("pid", -1)
-                if not (age > self.lease_ttl or (local and (pid in dead_pids or _pid_gone(pid)))):
+                pid = lease.get("pid")
+                pid = pid if type(pid) is int and pid > 0 else 0  # 0: no process of ours can hold it
+                if local and pid not in gone:
+                    gone[pid] = pid in dead_pids or _pid_gone(pid)
+                if not (age > self.lease_ttl or (local and gone[pid])):
                     continue
                 item["attempt"] += 1
                 item["errors"] += int(count_error)
@@ -264,9 +281,10 @@ class DirQueue:
 
     def idle(self) -> bool:
         """Nothing pending and nothing claimed: no pair can come back."""
-        c = self.counts()
-        return c["pending"] == 0 and c["claimed"] == 0
+        return self._count("pending") == 0 and self._count("claimed") == 0
 
     def counts(self) -> dict:
-        return {s: sum(1 for e in os.scandir(self.root / s) if e.name.endswith(".json") and not e.name.startswith("."))
-                for s in STATES}
+        return {s: self._count(s) for s in STATES}
+
+    def _count(self, state: str) -> int:
+        return sum(1 for e in os.scandir(self.root / state) if e.name.endswith(".json") and not e.name.startswith("."))

@@ -1,12 +1,13 @@
 """The local backend: runner processes on this host.
 
-Processes spread the CPU work (PNG handling, JSON) over the cores; each runs
-one Runner with its share of the episode slots. The main process supervises:
+Processes spread the CPU work (HTTP, JSON, files) over the cores once there
+are many episode slots; each runs one Runner with its share of the slots. The main process supervises:
 it restarts a runner that died (its claims go back to the queue). Signal
 handlers only set flags; runners ignore SIGINT and stop when told, or when the
 rollout is gone.
 """
 
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -18,6 +19,16 @@ from ...models import shared_state
 from ...orphans import watch_parent
 from ...runfolder.writer import RunDir
 from ..runner import Runner, RunnerSpec
+
+
+# Episode slots one runner process carries well: at about 1 ms of CPU per step (issue 13's
+# benchmark), 256 slots of 1-second steps keep its one interpreter a quarter busy.
+SLOTS_PER_PROCESS = 256
+
+
+def default_processes(num_envs: int) -> int:
+    """Enough processes for the slots, never more than the cores: threads carry the waiting."""
+    return max(1, min(os.cpu_count() or 1, math.ceil(num_envs / SLOTS_PER_PROCESS)))
 
 
 def _process_main(spec: RunnerSpec, parent_pid: int, stop, shared) -> None:
@@ -39,8 +50,7 @@ class LocalProcesses:
     def __init__(self, cfg: Config, run: RunDir, env_url: str, secrets: dict, watch: bool):
         self.ctx = mp.get_context("spawn")  # no inherited threads or locks from the parent
         self.stop = self.ctx.Event()
-        n = cfg.runner.processes or min(cfg.runner.num_envs, os.cpu_count() or 1)
-        n = min(n, cfg.runner.num_envs)
+        n = min(cfg.runner.processes or default_processes(cfg.runner.num_envs), cfg.runner.num_envs)
         # Spread num_envs exactly: the first processes take one slot more.
         self.slots = [cfg.runner.num_envs // n + (i < cfg.runner.num_envs % n) for i in range(n)]
         spec = RunnerSpec(cfg, str(run.path), env_url, secrets, 0, watch)

@@ -1,0 +1,261 @@
+"""HTTP/1.1 to env and model servers: kept-alive connections, little CPU per request.
+
+Runners make a few requests per step for every episode in flight, so the
+client's own cost is the harness's cost. Measured on this project's 2-core
+machine with 250 KB screenshots (scripts/bench_rollout.py): `requests`
+spends about 0.5 ms of CPU per request, urllib3 alone 0.13 ms, most of it
+in http.client's email-based header parser; this client about 0.05 ms. It
+speaks only what cua needs: one request at a time per connection,
+Content-Length or chunked answers, no redirects, no proxies from the
+environment (a bearer token goes only to the server it was configured for).
+
+Each thread keeps one connection per server. Failures say what a retry must
+know: `Unreachable` (no connection was opened, so the server never saw the
+request), `NoAnswer` (the request went out and may have been acted on, but
+no whole answer came back), `BadStatus` (an answer of 400 or above).
+"""
+
+import json as jsonlib
+import select
+import socket
+import ssl
+import threading
+from dataclasses import dataclass
+from urllib.parse import quote, urlencode, urlsplit
+
+MAX_HEAD = 64 * 1024          # status line and headers
+MAX_BODY = 256 * 1024 * 1024  # no answer cua reads is anywhere near this
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%?"  # what may stay as is in a request target
+
+
+class HttpError(Exception):
+    pass
+
+
+class Unreachable(HttpError):
+    """No connection was opened: the server cannot have seen the request."""
+
+
+class NoAnswer(HttpError):
+    """The request went out (or may have) but no whole answer came back."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class BadStatus(HttpError):
+    def __init__(self, response: "Response"):
+        super().__init__(f"HTTP {response.status}")
+        self.response = response
+
+
+@dataclass
+class Response:
+    method: str
+    url: str
+    status: int
+    content: bytes
+    headers: dict  # lower-case names
+
+    @property
+    def ok(self) -> bool:
+        return self.status < 400
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self):
+        return jsonlib.loads(self.content)
+
+    def raise_for_status(self) -> None:
+        if self.status >= 400:
+            raise BadStatus(self)
+
+
+class _Malformed(Exception):
+    pass
+
+
+class Client:
+    """One per env or model provider; threads share it, each with its own connections."""
+
+    def __init__(self, token: str | None = None):
+        if token and any(c in token for c in "\r\n"):
+            raise ValueError("a bearer token cannot contain line breaks")
+        self.auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        self._local = threading.local()
+
+    def get(self, url: str, timeout: float, params: dict | None = None) -> Response:
+        return self.request("GET", url, timeout, params=params)
+
+    def post(self, url: str, timeout: float, json=None, data: bytes | None = None) -> Response:
+        return self.request("POST", url, timeout, json=json, data=data)
+
+    def request(self, method: str, url: str, timeout: float, json=None, data: bytes | None = None,
+                params: dict | None = None) -> Response:
+        """Send one request; any status comes back as a Response. `data` is sent as JSON too."""
+        u = urlsplit(url)
+        target = quote(u.path or "/", safe=_PATH_SAFE) + (f"?{quote(u.query, safe=_PATH_SAFE)}" if u.query else "")
+        if params:
+            target += ("&" if "?" in target else "?") + urlencode(params)
+        if json is not None:
+            data = jsonlib.dumps(json).encode()
+        body = data or b""
+        head = (f"{method} {target} HTTP/1.1\r\nHost: {u.netloc}\r\n{self.auth}"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode("latin-1")
+        conn = self._connection(u)
+        if not conn.usable():
+            conn.open(timeout)
+        try:
+            conn.sock.settimeout(timeout)
+            conn.sock.sendall(head)
+            if body:
+                conn.sock.sendall(body)
+            status, headers, content = conn.read_response()
+        except TimeoutError:
+            conn.close()
+            raise NoAnswer("timed out", timed_out=True) from None
+        except _Malformed as e:
+            conn.close()
+            raise NoAnswer(f"malformed answer ({e})") from None
+        except OSError as e:
+            conn.close()
+            raise NoAnswer(f"connection lost ({type(e).__name__})") from None
+        return Response(method, url, status, content, headers)
+
+    def _connection(self, u) -> "_Connection":
+        conns = getattr(self._local, "conns", None)
+        if conns is None:
+            conns = self._local.conns = {}
+        key = (u.scheme, u.hostname, u.port)
+        if key not in conns:
+            conns[key] = _Connection(u.scheme, u.hostname or "", u.port or (443 if u.scheme == "https" else 80))
+        return conns[key]
+
+
+class _Connection:
+    def __init__(self, scheme: str, host: str, port: int):
+        self.scheme, self.host, self.port = scheme, host, port
+        self.sock: socket.socket | None = None
+        self.buf = b""
+
+    def usable(self) -> bool:
+        """Open, and not closed by the server while idle (a kept-alive connection may be)."""
+        if self.sock is None:
+            return False
+        poll = select.poll()
+        poll.register(self.sock, select.POLLIN)
+        if poll.poll(0):  # the server's close, or bytes nobody asked for: start afresh
+            self.close()
+            return False
+        return True
+
+    def open(self, timeout: float) -> None:
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # head and body go out at once
+            if self.scheme == "https":
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        except OSError as e:
+            raise Unreachable(f"connection failed ({type(e).__name__})") from None
+        self.sock, self.buf = sock, b""
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        self.sock, self.buf = None, b""
+
+    def _fill(self, need: int) -> None:
+        """Read until at least `need` bytes are buffered."""
+        parts, have = [self.buf], len(self.buf)
+        while have < need:
+            chunk = self.sock.recv(max(65536, need - have))
+            if not chunk:
+                raise _Malformed("the server closed the connection")
+            parts.append(chunk)
+            have += len(chunk)
+        self.buf = b"".join(parts)
+
+    def _take(self, n: int) -> bytes:
+        self._fill(n)
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _line(self, limit: int) -> bytes:
+        while (end := self.buf.find(b"\r\n")) < 0:
+            if len(self.buf) > limit:
+                raise _Malformed("line too long")
+            self._fill(len(self.buf) + 1)
+        line, self.buf = self.buf[:end], self.buf[end + 2:]
+        return line
+
+    def read_response(self) -> tuple[int, dict, bytes]:
+        while True:
+            while (end := self.buf.find(b"\r\n\r\n")) < 0:
+                if len(self.buf) > MAX_HEAD:
+                    raise _Malformed("headers too long")
+                self._fill(len(self.buf) + 1)
+            head, self.buf = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
+            lines = head.split("\r\n")
+            parts = lines[0].split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (
+                    len(parts[1]) == 3 and parts[1].isdigit() and parts[1].isascii()):
+                raise _Malformed(f"status line {lines[0][:80]!r}")
+            status = int(parts[1])
+            headers = {}
+            for line in lines[1:]:
+                name, colon, value = line.partition(":")
+                if not colon:
+                    raise _Malformed(f"header line {line[:80]!r}")
+                headers[name.strip().lower()] = value.strip()
+            if 100 <= status < 200:
+                continue  # an interim answer: the real one follows
+            break
+        keep = parts[0] == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
+        if status in (204, 304):
+            content = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            content = self._chunked()
+        elif "content-length" in headers:
+            n = headers["content-length"]
+            if not (n.isdigit() and n.isascii() and int(n) <= MAX_BODY):
+                raise _Malformed(f"content-length {n[:40]!r}")
+            content = self._take(int(n))
+        else:  # delimited by the end of the connection
+            self._fill_to_close()
+            content, self.buf, keep = self.buf, b"", False
+        if not keep:
+            self.close()
+        return status, headers, content
+
+    def _chunked(self) -> bytes:
+        chunks, total = [], 0
+        while True:
+            size = self._line(1024).split(b";", 1)[0].strip()
+            if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
+                raise _Malformed(f"chunk size {size[:40]!r}")
+            n = int(size, 16)
+            total += n
+            if total > MAX_BODY:
+                raise _Malformed("answer too large")
+            if n == 0:
+                while self._line(MAX_HEAD):  # trailers, up to the empty line
+                    pass
+                return b"".join(chunks)
+            chunks.append(self._take(n))
+            if self._take(2) != b"\r\n":
+                raise _Malformed("chunk not followed by CRLF")
+
+    def _fill_to_close(self) -> None:
+        parts, have = [self.buf], len(self.buf)
+        while chunk := self.sock.recv(65536):
+            parts.append(chunk)
+            have += len(chunk)
+            if have > MAX_BODY:
+                raise _Malformed("answer too large")
+        self.buf = b"".join(parts)
