@@ -86,13 +86,17 @@ def request_reload(fleet_file: Path, model: str, version: str, timeout: float, l
     if not sup or not psutil.pid_exists(sup):
         raise FleetError(f"{fleet_file}: its supervisor (pid {sup}) is not running; nothing can reload")
     n = len(doc["pgids"])
+    # Done means restarted, not just "on this version": a reload onto the version already served
+    # (new weights written in place) must still wait for every restart.
+    before = {s.get("url"): s.get("policy_version", 0) for s in doc["servers"]}
     reload_request_path(fleet_file).write_text(json.dumps({"model": model, "version": version}))
     os.kill(sup, signal.SIGHUP)
     deadline = time.monotonic() + timeout
     seen = None
     while time.monotonic() < deadline:
         servers = read_fleet(fleet_file)["servers"]
-        done = sum(1 for s in servers if s.get("model_version") == version)
+        done = sum(1 for s in servers if s.get("model_version") == version
+                   and s.get("policy_version", 0) > before.get(s.get("url"), -1))
         if done != seen:
             log(f"reload: {done}/{n} servers on {version}, {len(servers)} serving")
             seen = done

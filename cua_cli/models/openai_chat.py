@@ -190,7 +190,7 @@ def _body(head: dict, messages: list[dict], uuids: bool, by_uuid: set[str]) -> b
             parts.append(b'{"type":"image_url",')
             if uuids:
                 parts += [b'"uuid":"', p.uuid.encode(), b'",']
-            if p.uuid in by_uuid:
+            if uuids and p.uuid in by_uuid:
                 parts.append(b'"image_url":null}')
             else:
                 # by uuid, the bytes travel once: not worth keeping their base64 in memory afterwards
