@@ -145,6 +145,9 @@ class _Connection:
         """Open, and not closed by the server while idle (a kept-alive connection may be)."""
         if self.sock is None:
             return False
+        if self.buf:  # bytes past the last answer: the connection is out of step
+            self.close()
+            return False
         poll = select.poll()
         poll.register(self.sock, select.POLLIN)
         if poll.poll(0):  # the server's close, or bytes nobody asked for: start afresh
@@ -174,7 +177,7 @@ class _Connection:
         """Read until at least `need` bytes are buffered."""
         parts, have = [self.buf], len(self.buf)
         while have < need:
-            chunk = self.sock.recv(max(65536, need - have))
+            chunk = self.sock.recv(min(max(65536, need - have), 1 << 20))  # no huge buffer on a claimed length
             if not chunk:
                 raise _Malformed("the server closed the connection")
             parts.append(chunk)
@@ -183,7 +186,10 @@ class _Connection:
 
     def _take(self, n: int) -> bytes:
         self._fill(n)
-        out, self.buf = self.buf[:n], self.buf[n:]
+        if len(self.buf) == n:  # the usual case for a body: no second copy
+            out, self.buf = self.buf, b""
+        else:
+            out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
     def _line(self, limit: int) -> bytes:

@@ -16,6 +16,7 @@ the whole server (API server + engine), and latency; and whether the answers
 import argparse
 import io
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,6 +117,7 @@ def main():
                 for mode in (False, True)}
     finally:
         subprocess.run([cua, "stop-models", "--fleet", str(fleet)], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
     full, uuid = runs[False], runs[True]
     shot_kb = len(screenshot(0, 0, args.size)) // 1024
     rows = [[label, fmt(full[key]), fmt(uuid[key])] for label, key, fmt in (

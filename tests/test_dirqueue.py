@@ -203,3 +203,47 @@ def test_task_id_with_a_lone_surrogate_goes_through_the_queue(tmp_path):
     item = q.claim()
     assert item["task_id"] == "bad\udcffid"
     assert q.finish(item, record(item)) == "done"
+
+
+def _count_under_lock(path, go, n):
+    import threading
+    from cua_cli.runfolder.lock import QueueLock
+    lock = QueueLock(path + ".lock")
+    go.wait()
+
+    def bump():
+        for _ in range(n):
+            with lock:  # read, pause, write: any two holders at once would lose an update
+                value = int(open(path).read() or 0)
+                time.sleep(0.0005)
+                with open(path, "w") as f:
+                    f.write(str(value + 1))
+
+    threads = [threading.Thread(target=bump) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_the_queue_lock_admits_one_holder_across_threads_and_processes(tmp_path):
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_count_under_lock, args=(str(counter), go, 25)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    go.set()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert counter.read_text() == str(3 * 8 * 25)
+
+
+def test_runner_processes_follow_the_slots_and_the_cores(monkeypatch):
+    from cua_cli.rollout.backends.local import default_processes
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert [default_processes(n) for n in (1, 64, 256, 257, 1024, 100_000)] == [1, 1, 1, 2, 2, 2]
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert [default_processes(n) for n in (64, 1024, 100_000)] == [1, 4, 16]

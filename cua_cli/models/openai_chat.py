@@ -21,7 +21,6 @@ import re
 import sys
 import threading
 
-
 import pybase64
 
 from ..errors import ModelError
