@@ -3,18 +3,24 @@ env server behind a fault-injecting proxy: an action the env refuses is the
 agent's failure, an env that fails mid-step loses no step, a request that never
 reached the env may be retried, and an orphaned rollout cleans up after itself."""
 
+import io
 import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import threading
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image as PILImage
 
 from conftest import CUA, wait_for
-from cua_cli.errors import InfraError
+from cua_cli.envs.cluster import PNG_SIGNATURE, _image_size
+from cua_cli.errors import EnvError, InfraError
 from cua_cli.httpclient import Client
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
@@ -205,3 +211,19 @@ runner: {{num_envs: 2, max_steps: 8}}
     assert set(finals) == scheduled and len(scheduled) == 12
     assert os.listdir(run / "queue" / "claimed") == [] and os.listdir(run / "queue" / "pending") == []
     assert json.loads((run / "run.json").read_text())["run_id"] == run.name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_a_screenshot_size_comes_from_a_checked_png_header_or_is_an_env_error(junk, width, height):
+    header = PNG_SIGNATURE + b"\x00\x00\x00\x0dIHDR" + struct.pack(">II", width, height)
+    for data in (junk, PNG_SIGNATURE + junk, header + junk):
+        try:
+            w, h = _image_size(data)
+        except EnvError:
+            continue
+        assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR" and (w, h) == struct.unpack(">II", data[16:24])
+        assert 0 < w <= 32768 and 0 < h <= 32768
+    png = io.BytesIO()
+    PILImage.new("RGB", (1920, 1080)).save(png, "PNG")
+    assert _image_size(png.getvalue()) == (1920, 1080)
