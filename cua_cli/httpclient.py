@@ -82,8 +82,8 @@ class Client:
     """One per env or model provider; threads share it, each with its own connections."""
 
     def __init__(self, token: str | None = None):
-        if token and any(c in token for c in "\r\n"):
-            raise ValueError("a bearer token cannot contain line breaks")
+        if token and (not token.isascii() or any(c in token for c in "\r\n")):
+            raise ValueError("a bearer token must be ASCII without line breaks")
         self.auth = f"Authorization: Bearer {token}\r\n" if token else ""
         self._local = threading.local()
 
@@ -104,7 +104,10 @@ class Client:
             data = jsonlib.dumps(json).encode()
         body = data or b""
         head = (f"{method} {target} HTTP/1.1\r\nHost: {u.netloc}\r\n{self.auth}"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode("latin-1")
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        if not head.isascii():  # only the host can be: the target is percent-encoded
+            raise Unreachable(f"cannot address {u.netloc!r}: not an ASCII host name")
+        head = head.encode("ascii")
         conn = self._connection(u)
         if not conn.usable():
             conn.open(timeout)

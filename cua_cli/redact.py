@@ -31,6 +31,10 @@ def read_secrets(cfg) -> dict:
             value = os.environ.get(var)
             if not value:
                 raise InputError(f"{cfg.source}: environment variable {var} (named in the config) is not set")
+            if role != "mysql" and not (value.isascii() and value.isprintable() and " " not in value):
+                # sent as an HTTP bearer token: the value itself is never shown
+                raise InputError(f"{cfg.source}: environment variable {var} must hold a token of printable "
+                                 "ASCII without spaces")
             out[role] = value
     return out
 

@@ -61,6 +61,15 @@ def test_cli_names_missing_token_variable(write):
     assert r.returncode == 2 and "CUA_TEST_NOT_SET_TOKEN" in r.stderr
 
 
+def test_cli_refuses_a_token_that_cannot_travel_as_a_bearer_token(write, monkeypatch):
+    path = write("tok2.yaml", GOOD + "env: {token_env: CUA_TEST_BAD_TOKEN}\n")
+    for value in ("s3cr3t\nX-Evil: 1", "s3cr\u00e9t", "two words"):
+        monkeypatch.setenv("CUA_TEST_BAD_TOKEN", value)
+        r = run_cua("rollout", str(path))
+        assert r.returncode == 2 and "CUA_TEST_BAD_TOKEN" in r.stderr and "Traceback" not in r.stderr
+        assert value.split()[0] not in r.stderr  # never shown
+
+
 def _osworld(write, listing, examples):
     write("ow/test_all.json", json.dumps(listing))
     for (domain, tid), body in examples.items():
