@@ -18,7 +18,7 @@ from ..envs import Env
 from ..errors import ActionRefused, EpisodeEnd, Stopped
 from ..models import Model, by_file
 from ..runfolder.records import attempt_line, step_line, turn_fields
-from ..runfolder.writer import RunDir, TrajWriter
+from ..runfolder.writer import TrajWriter, traj_rel
 from ..tasks import Task
 
 MAX_ERROR_CHARS = 2000  # error text kept in records, cut only after secrets are masked
@@ -35,7 +35,7 @@ class Limits:
 class Episode:
     item: dict           # the queue item: task, sample, attempt
     task: Task
-    run: RunDir
+    traj: TrajWriter     # where the attempt's steps go: its folder, or a stream to the run's owner
     env: Env
     model: Model
     agent: Agent
@@ -46,15 +46,14 @@ class Episode:
 
     def run_episode(self) -> dict:
         """Play one attempt; always returns its episode line."""
-        rel = self.run.traj_rel(self.task.task_id, self.item["sample"], self.item["attempt"])
-        rec = attempt_line(self.item, self.task, rel)
+        rec = attempt_line(self.item, self.task, traj_rel(self.task.task_id, self.item["sample"], self.item["attempt"]))
         start = time.monotonic()
         budget = Budget(self.limits.step_timeout_s, start + self.limits.episode_timeout_s, self.should_stop)
         session = None
         try:
             session = self.env.allocate(self.task, budget)
             rec["instruction"] = self.task.instruction or session.instruction or ""
-            rec["stop_reason"] = self._play(session, rec, TrajWriter(self.run, rel), budget)
+            rec["stop_reason"] = self._play(session, rec, self.traj, budget)
             # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
             result = session.evaluate(budget.unhurried())
             rec.update(reward=result.reward, score=result.score,

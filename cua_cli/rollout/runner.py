@@ -9,16 +9,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..agents import make_agent
 from ..config import Config
-from ..envs import make_env
 from ..errors import BadTask
-from ..models import make_model
-from ..redact import Redactor
 from ..runfolder.records import error_line
 from ..runfolder.writer import RunDir
 from ..tasks import task_from_dict
-from .episode import Episode, Limits
+from .player import Player
 
 
 @dataclass
@@ -37,11 +33,7 @@ class Runner:
         self.spec = spec
         self.folder = RunDir.open(spec.run_path)
         self.queue = self.folder.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
-        self.env = make_env(cfg, spec.env_url, spec.secrets)
-        self.model = make_model(cfg, spec.secrets, shared)
-        self.agent = make_agent(cfg)
-        self.limits = Limits(cfg.runner.max_steps, cfg.runner.step_timeout_s, cfg.runner.episode_timeout_s)
-        self.redact = Redactor(spec.secrets.values()).text
+        self.player = Player(cfg, spec.env_url, spec.secrets, shared)
         self._last_reclaim = 0.0
         self._reclaim_lock = threading.Lock()
         self._idle_checked = (-1e9, False)  # (when, whether the queue was drained)
@@ -82,8 +74,7 @@ class Runner:
             except BadTask as e:  # a malformed task file: fail it, never leave it claimed
                 self.queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
                 continue
-            rec = Episode(item, task, self.folder, self.env, self.model, self.agent, self.limits, stop.is_set,
-                          self.redact, self.cfg.model.record_prompt or self.cfg.model.record_tokens).run_episode()
+            rec = self.player.play(item, task, self.folder.traj(item), stop.is_set)
             self.queue.finish(item, rec, retry=rec["outcome"] == "error",
                               count_error=rec["stop_reason"] != "interrupted",
                               give_up=rec["stop_reason"] == "bad_task")

@@ -53,20 +53,39 @@ class RunDir:
     def queue(self, max_attempts: int, lease_ttl: float) -> DirQueue:
         return DirQueue(self.path / "queue", self.scheduled, self.episodes, max_attempts, lease_ttl)
 
-    def traj_rel(self, task_id: str, sample: int, attempt: int) -> str:
-        return f"trajectories/{encode_task_id(task_id)}/{sample}_{attempt}"
+    def traj(self, item: dict) -> "TrajWriter":
+        """The writer of a queue item's attempt."""
+        return TrajWriter(self.path / traj_rel(item["task_id"], item["sample"], item["attempt"]))
+
+
+def traj_rel(task_id: str, sample: int, attempt: int) -> str:
+    """An attempt's folder, relative to the run folder."""
+    return f"trajectories/{encode_task_id(task_id)}/{sample}_{attempt}"
+
+
+def screenshot_name(step: int) -> str:
+    return f"step_{step:04d}.png"
 
 
 class TrajWriter:
-    """Writes one attempt's steps: traj.jsonl plus the screenshots as received."""
+    """Writes one attempt's steps: traj.jsonl plus the screenshots as received.
 
-    def __init__(self, run: RunDir, rel: str):
-        self.dir = run.path / rel
-        self.dir.mkdir(parents=True, exist_ok=True)
+    The folder appears with the first step: an attempt that never got an env leaves none.
+    """
+
+    def __init__(self, folder: Path):
+        self.dir = folder
+        self._made = False
+
+    def _folder(self) -> Path:
+        if not self._made:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._made = True
+        return self.dir
 
     def screenshot(self, step: int, png: bytes) -> str:
-        name = f"step_{step:04d}.png"
-        fd = os.open(self.dir / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        name = screenshot_name(step)
+        fd = os.open(self._folder() / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, png)  # the bytes the env sent: no re-encoding
         finally:
@@ -74,5 +93,5 @@ class TrajWriter:
         return name
 
     def step(self, record: dict) -> None:
-        append_line(self.dir / "traj.jsonl", record)
+        append_line(self._folder() / "traj.jsonl", record)
 
