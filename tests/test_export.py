@@ -367,3 +367,14 @@ def test_cli_export(two_task_run, tmp_path):
         assert r.returncode == 2 and name in r.stderr and "Traceback" not in r.stderr
     r = run_cua("export", str(tmp_path / "nope"), "--out", str(out))
     assert r.returncode == 2 and "no such folder" in r.stderr
+
+
+def test_a_png_cut_inside_its_header_has_no_size_and_does_not_stop_the_export(tmp_path, capsys):
+    from cua_cli.export.images import TrajImages
+    from cua_cli.png import SIGNATURE
+    run = tmp_path.resolve() / "run"
+    (run / "t").mkdir(parents=True)
+    (run / "t" / "cut.png").write_bytes(SIGNATURE + b"\x00\x00\x00\x0dIHDR" + b"\x00\x07")  # 22 bytes
+    e = TrajImages(str(run), "t", str(run / "t")).entry("cut.png", "here")
+    assert (e["path"], e["width"], e["height"]) == ("t/cut.png", None, None) and e["sha256"]
+    assert "not an image file" in capsys.readouterr().err

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from PIL import Image as PILImage
 
 from conftest import CUA, wait_for
-from cua_cli.envs.cluster import PNG_SIGNATURE, _image_size
+from cua_cli.envs.cluster import _image_size
 from cua_cli.errors import EnvError, InfraError
 from cua_cli.httpclient import Client
+from cua_cli.png import SIGNATURE as PNG_SIGNATURE
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
 from cua_cli.retry import with_retries

@@ -3,24 +3,22 @@
 One ClusterEnv is shared by a process's runner threads; each episode gets its
 own ClusterSession. Actions travel as pyautogui code that cua generates from
 the structured actions (`actions.to_command`), never model text. Requests go
-through a per-thread HTTP session so connections are kept alive.
+through cua's HTTP client, which keeps one connection alive per thread and server.
 """
 
 import math
-import struct
 import time
 from dataclasses import dataclass
 
-
 from ..actions import to_command
 from ..budget import Budget
-from ..httpclient import BadStatus, Client, Response
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, Stopped, TaskRefused
+from ..httpclient import BadStatus, Client, Response
+from ..png import SIGNATURE, png_size
 from ..retry import describe, with_retries
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_SIDE = 32768  # pixels: beyond any screen, and what a downstream image decoder may be asked to hold
 
 # How an env says "I understood the request and it is invalid" (an action, a task's config).
@@ -95,7 +93,7 @@ class ClusterSession:
 
     def observe(self, budget: Budget) -> Observation:
         r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, budget)
-        if not r.content.startswith(PNG_SIGNATURE):
+        if not r.content.startswith(SIGNATURE):
             raise EnvError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
         width, height = _image_size(r.content)
         return Observation(r.content, width, height)
@@ -137,9 +135,10 @@ class ClusterSession:
 def _image_size(png: bytes) -> tuple[int, int]:
     """Width and height from the PNG header alone (the image is never decoded here);
     a header that is not a PNG's, or a size no screen has, is the env's fault."""
-    if len(png) < 24 or png[:8] != PNG_SIGNATURE or png[12:16] != b"IHDR":
+    size = png_size(png)
+    if size is None:
         raise EnvError("screenshot: not a PNG image (no PNG signature and IHDR header)")
-    width, height = struct.unpack(">II", png[16:24])
+    width, height = size
     if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE):
         raise EnvError(f"screenshot: a PNG of {width}x{height} pixels is no screen (at most {MAX_SIDE} a side)")
     return width, height

@@ -10,13 +10,11 @@ import hashlib
 import io
 import os
 import posixpath
-import struct
 
 from PIL import Image, UnidentifiedImageError
 
+from ..png import png_size
 from ..runfolder.jsonl import warn
-
-_PNG = b"\x89PNG\r\n\x1a\n"
 
 
 class TrajImages:
@@ -55,9 +53,9 @@ class TrajImages:
             warn(f"{where}: image {name!r} cannot be read: {getattr(err, 'strerror', None) or 'a bad name'}")
             return e
         e["sha256"] = hashlib.sha256(data).hexdigest()
-        # A PNG's size is in its first chunk (IHDR): no decoding for what envs send.
-        if data[:8] == _PNG and data[12:16] == b"IHDR":
-            e["width"], e["height"] = struct.unpack(">II", data[16:24])
+        size = png_size(data)  # no decoding for what envs send
+        if size is not None:
+            e["width"], e["height"] = size
             return e
         try:
             with Image.open(io.BytesIO(data)) as im:
