@@ -75,7 +75,7 @@ class StandIn:
         self.counter = 0
         self.cached: set[bytes] = set()
         self.stats = {"requests": 0, "request_bytes": 0, "cache_misses": 0, "images_with_data": 0,
-                      "images_by_uuid": 0}
+                      "images_by_uuid": 0, "png_bytes": len(png)}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -139,7 +139,8 @@ def serve(role: str, args) -> None:
     except ImportError:
         pass
     width, height = map(int, args.size.split("x"))
-    standin = StandIn(role, make_png(width, height, args.png_kb), args.env_delay, args.model_delay)
+    png = make_png(width, height, args.png_kb) if role == "env" else b""  # only the env sends screenshots
+    standin = StandIn(role, png, args.env_delay, args.model_delay)
 
     async def main():
         server = await asyncio.start_server(standin.handle, "127.0.0.1", 0, backlog=4096)
@@ -240,7 +241,8 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}{f', processes: {args.pr
         if proc.poll() is None:  # interrupted: stop the rollout and its runners with us
             os.killpg(proc.pid, 9)
     wall = time.time() - start
-    stats = json.loads(subprocess.run(["curl", "-s", f"{model_url}/bench/stats"], capture_output=True).stdout or b"{}")
+    stats, env_stats = (json.loads(subprocess.run(["curl", "-s", f"{url}/bench/stats"], capture_output=True).stdout
+                                   or b"{}") for url in (model_url, env_url))
     if proc.returncode != 0:
         sys.exit(f"cua rollout failed ({proc.returncode}): {proc.stderr.read().decode()[-3000:]}")
 
@@ -256,7 +258,7 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}{f', processes: {args.pr
     user, system, main = ((b - a) / steady_steps * 1000 for a, b in zip(_at(samples, lo), _at(samples, hi)))
     requests = max(stats.get("requests", 0), 1)
     rows = [["concurrent episodes", args.envs], ["runner processes", runners],
-            ["screenshot", f"{args.size}, {len(make_png(*map(int, args.size.split('x')), args.png_kb)) // 1024} KB"],
+            ["screenshot", f"{args.size}, {env_stats.get('png_bytes', 0) // 1024} KB"],
             ["screenshots per request", args.history], ["steps", len(times)], ["wall time (s)", f"{wall:.1f}"],
             ["steady steps/s", f"{steady:.1f}"], ["ideal steps/s", f"{ideal:.1f}"],
             ["ratio to ideal", f"{steady / ideal:.3f}"], ["cua CPU per step (ms)", f"{user + system:.2f}"],

@@ -71,7 +71,8 @@ def _ok(body: bytes, extra: bytes = b"") -> bytes:
 
 
 def test_answers_framed_every_way_http_allows_are_read_whole():
-    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\n{\"a\"\r\n3\r\n: 1\r\n1\r\n}\r\n0\r\nX-Trailer: t\r\n\r\n"
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"4;ext=1\r\n{\"a\"\r\n3\r\n: 1\r\n1\r\n}\r\n0\r\nX-Trailer: t\r\n\r\n")
     interim = b"HTTP/1.1 100 Continue\r\n\r\n" + _ok(b'{"b": 2}')
     server = RawServer([_ok(b'{"x": 1}'), chunked, interim, b"HTTP/1.1 204 No Content\r\n\r\n",
                         b"HTTP/1.0 200 OK\r\n\r\n" + b"z" * 300_000])

@@ -14,8 +14,8 @@ import math
 
 from ..budget import Budget
 from ..errors import EnvError, TaskRefused
-from ..retry import with_retries
 from ..httpclient import Client
+from ..retry import with_retries
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 from .agentgym_presets import IDX, PRESETS, Preset, wire_action

@@ -70,6 +70,11 @@ def read_item(path) -> dict:
     return item
 
 
+def _is_item(name: str) -> bool:
+    """A queue file, not a temporary one (`.name.json.<hex>.tmp`) or anything else in the folder."""
+    return name.endswith(".json") and not name.startswith(".")
+
+
 def _pid_gone(pid: int) -> bool:
     if pid <= 0:
         return True
@@ -152,8 +157,7 @@ class DirQueue:
                 if not self._pending:
                     # Listed once per pass, not per claim: with thousands of pairs pending,
                     # a scan and sort under the lock for every claim would throttle every runner.
-                    self._pending = sorted((e.name for e in os.scandir(self.root / "pending")
-                                            if e.name.endswith(".json") and not e.name.startswith(".")),
+                    self._pending = sorted((e.name for e in os.scandir(self.root / "pending") if _is_item(e.name)),
                                            reverse=True)
                     if not self._pending:
                         return None
@@ -245,7 +249,7 @@ class DirQueue:
             ours = set(self._held) if os.getpid() not in dead_pids else set()
         with self._lock:
             for entry in list(os.scandir(self.root / "claimed")):
-                if not entry.name.endswith(".json") or entry.name.startswith("."):
+                if not _is_item(entry.name):
                     continue
                 try:
                     age = now - entry.stat().st_mtime
@@ -287,4 +291,4 @@ class DirQueue:
         return {s: self._count(s) for s in STATES}
 
     def _count(self, state: str) -> int:
-        return sum(1 for e in os.scandir(self.root / state) if e.name.endswith(".json") and not e.name.startswith("."))
+        return sum(1 for e in os.scandir(self.root / state) if _is_item(e.name))
