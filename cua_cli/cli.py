@@ -56,7 +56,9 @@ def main():
               help="Keep running and pick up task files dropped into the queue's pending/ folder.")
 @click.option("--fleet", "fleet_file", type=click.Path(dir_okay=False),
               help="Use the servers of this `cua start-models` fleet file as model endpoints.")
-def rollout(config, overrides, resume, watch, fleet_file):
+@click.option("--ray", "ray_address", metavar="ADDRESS",
+              help="Play on runner actors of this Ray cluster (auto, or HOST:6379): runner.backend ray.")
+def rollout(config, overrides, resume, watch, fleet_file, ray_address):
     """Run the episodes of CONFIG and write a run folder under results/.
 
     \b
@@ -65,12 +67,15 @@ def rollout(config, overrides, resume, watch, fleet_file):
       cua rollout configs/demo.yaml --set runner.num_envs=8 --set tasks.rollout_n=4
       cua rollout configs/demo.yaml --resume results/demo-20261121-101500
       cua rollout configs/exp.yaml --fleet fleet/fleet.json
+      cua rollout configs/exp.yaml --ray auto      (on a node of a running Ray cluster)
     """
     from .rollout.driver import rollout as run_rollout
 
     if fleet_file:
         # Quoted: a path is data, and YAML would misread one holding ': ' or ' #'.
         overrides += (f"model.fleet={json.dumps(str(Path(fleet_file).resolve()))}",)
+    if ray_address:
+        overrides += ("runner.backend=ray", f"runner.ray.address={json.dumps(ray_address)}")
     cfg = load_config(config, overrides)
     out = run_rollout(cfg, read_secrets(cfg), resume, watch)
     s = out.summary

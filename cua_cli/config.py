@@ -315,11 +315,20 @@ class AgentConfig:
 
 
 @dataclass
+class RayRunner:
+    address: Optional[str] = _checked(None, _nonempty)   # the cluster to join (default: start a local one)
+    # runner actors (default: one per node with num_cpus free, and one per 256 episode slots)
+    actors: Optional[int] = _checked(None, _Between(0, 10_000, above=True))
+    num_cpus: float = _checked(1.0, _Between(0, 1024))    # CPUs each runner actor reserves
+
+
+@dataclass
 class RunnerConfig:
-    backend: str = _checked("local", _one_of(BACKENDS))   # where runners run: local processes
+    backend: str = _checked("local", _one_of(BACKENDS))   # where runners run: local processes, or ray actors
     num_envs: int = _checked(4, _Between(0, 100_000, above=True))   # concurrent episodes overall
     # runner processes; default: one per 256 episode slots, at most one per CPU
     processes: Optional[int] = _checked(None, _Between(0, 1024, above=True))
+    ray: "RayRunner" = field(default_factory=lambda: RayRunner())   # backend: ray
     max_steps: int = _checked(15, _Between(0, 10_000, above=True))
     step_timeout_s: float = _checked(180.0, _DURATION)
     episode_timeout_s: float = _checked(1800.0, _DURATION)
@@ -639,5 +648,9 @@ def _check(cfg: Config, path: str) -> None:
     if cfg.model.reload_from == "mysql" and not (cfg.storage.mysql.url_env and cfg.model.fleet):
         raise ConfigError(f"{path}: model.reload_from: mysql needs storage.mysql.url_env and a fleet "
                           "(model.fleet or --fleet) to reload")
+    if cfg.runner.backend == "ray" and cfg.env.url == "local":
+        raise ConfigError(f"{path}: env.url: 'local' starts an env server on this host only; with "
+                          "runner.backend: ray, start `cua env-server` where every Ray node can reach it "
+                          "and set env.url to it")
     if cfg.model.provider == "replay" and not cfg.model.replay_run:
         raise ConfigError(f"{path}: model.replay_run: the replay provider needs a run folder")

@@ -16,6 +16,11 @@ the peak memory of cua's processes.
 
     .venv/bin/python scripts/bench_rollout.py --envs 1024 --episodes 3072
     .venv/bin/python scripts/bench_rollout.py --envs 256 --size 1280x720 --history 3 --processes 4
+    .venv/bin/python scripts/bench_rollout.py --envs 256 --backend ray
+
+With --backend ray, `cua rollout` drives runner actors on a local 3-node Ray
+cluster (Ray's test utility: a head without CPUs and two 1-CPU nodes); the
+report adds the CPU per step of the actors and of Ray's own processes.
 """
 
 import argparse
@@ -159,6 +164,27 @@ def _tree(proc: psutil.Process):
             pass
 
 
+def _ray_cpu(procs: dict, skip: set) -> tuple[float, float]:
+    """CPU seconds of the local Ray cluster's runner actors, and of the rest of it (GCS, raylets, other workers).
+
+    The cluster's processes are this process's descendants, except `skip` (the stand-ins and cua's).
+    """
+    for p in psutil.Process().children(recursive=True):  # workers start as the cluster needs them
+        if p.pid not in skip:
+            procs.setdefault(p.pid, p)
+    actors = rest = 0.0
+    for p in procs.values():
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        if "RunnerActor" in " ".join(_cmdline(p)):
+            actors += t.user + t.system
+        else:
+            rest += t.user + t.system
+    return actors, rest
+
+
 def _cmdline(p: psutil.Process) -> list[str]:
     try:
         return p.cmdline()
@@ -182,6 +208,8 @@ def main():
     ap.add_argument("--png-kb", type=int, default=250, help="screenshot file size to aim for")
     ap.add_argument("--history", type=int, default=5, help="screenshots per request (agent.history_images)")
     ap.add_argument("--processes", type=int, default=None, help="runner processes (default: cua's choice)")
+    ap.add_argument("--backend", default="local", choices=["local", "ray"],
+                    help="ray: runner actors on a local 3-node Ray cluster (Ray's own test utility)")
     ap.add_argument("--no-uuid", action="store_true", help="send every image's bytes (model.image_uuids: false)")
     ap.add_argument("--dir", help="where the run folder goes (default: the temp dir; /dev/shm takes the disk out)")
     ap.add_argument("--keep", action="store_true", help="keep the run folder (removed by default: it is large)")
@@ -202,19 +230,34 @@ def main():
 
     # ~10 GB of screenshots at 1,024 episodes, removed afterwards
     work = Path(tempfile.mkdtemp(prefix="cua-bench-", dir=args.dir))
+    cluster = None
+    if args.backend == "ray":
+        from ray.cluster_utils import Cluster
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+        for _ in range(2):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
     try:
-        run_bench(args, episodes, work, env_url, model_url)
+        run_bench(args, episodes, work, env_url, model_url, cluster.address if cluster else None,
+                  {p.pid for p in servers})
     finally:
+        if cluster:
+            cluster.shutdown()
         for p in servers:
             os.killpg(p.pid, 15)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def run_bench(args, episodes: int, work: Path, env_url: str, model_url: str) -> None:
+def run_bench(args, episodes: int, work: Path, env_url: str, model_url: str, ray_address: str | None,
+              stand_ins: set) -> None:
     tasks = work / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"task_id": f"bench-{i}", "domain": "bench"}) + "\n"
                              for i in range(episodes)))
+    # With Ray: one runner actor per worker node (cua's default).
+    ray = (f", backend: ray, ray: {{address: '{ray_address}'}}"
+           if ray_address else "")
+    processes = f", processes: {args.processes}" if args.processes else ""
     config = work / "bench.yaml"
     config.write_text(f"""
 run: {{name: bench, results_dir: {work}/results}}
@@ -222,20 +265,22 @@ tasks: {{kind: jsonl, jsonl: {tasks}}}
 env: {{url: "{env_url}"}}
 model: {{provider: openai, endpoints: ["{model_url}/v1"]{', image_uuids: false' if args.no_uuid else ''}}}
 agent: {{history_images: {args.history}}}
-runner: {{num_envs: {args.envs}, max_steps: {args.steps}{f', processes: {args.processes}' if args.processes else ''}}}
+runner: {{num_envs: {args.envs}, max_steps: {args.steps}{processes}{ray}}}
 """)
     cmd = [str(ROOT / ".venv/bin/cua"), "rollout", str(config)]
     start = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     ps = psutil.Process(proc.pid)
-    peak, samples, runners = 0, [], 0
+    peak, samples, runners, ray_procs = 0, [], 0, {}
     try:
         while proc.poll() is None:
             tree = list(_tree(ps))
             peak = max(peak, sum(r for r, _ in tree))
             runners = max(runners, sum("spawn_main" in " ".join(_cmdline(p)) for p in ps.children()))
             main = sum(tree[0][1]) if tree else 0.0
-            samples.append((time.time(), (*map(sum, zip(*(c for _, c in tree))), main)))
+            ray = (_ray_cpu(ray_procs, stand_ins | {ps.pid, *(p.pid for p in ps.children(recursive=True))})
+                   if ray_address else (0.0, 0.0))
+            samples.append((time.time(), (*map(sum, zip(*(c for _, c in tree))), main, *ray)))
             time.sleep(0.25)
     finally:
         if proc.poll() is None:  # interrupted: stop the rollout and its runners with us
@@ -255,7 +300,8 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}{f', processes: {args.pr
     steady_steps = sum(lo <= t < hi for t in times)
     steady = steady_steps / (hi - lo)
     ideal = args.envs / (args.env_delay + args.model_delay)
-    user, system, main = ((b - a) / steady_steps * 1000 for a, b in zip(_at(samples, lo), _at(samples, hi)))
+    user, system, main, actors, ray_rest = ((b - a) / steady_steps * 1000
+                                            for a, b in zip(_at(samples, lo), _at(samples, hi)))
     requests = max(stats.get("requests", 0), 1)
     rows = [["concurrent episodes", args.envs], ["runner processes", runners],
             ["screenshot", f"{args.size}, {env_stats.get('png_bytes', 0) // 1024} KB"],
@@ -264,6 +310,8 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}{f', processes: {args.pr
             ["ratio to ideal", f"{steady / ideal:.3f}"], ["cua CPU per step (ms)", f"{user + system:.2f}"],
             ["  of which user / system", f"{user:.2f} / {system:.2f}"],
             ["  of which the main process", f"{main:.2f}"],
+            *([["Ray runner actors CPU per step (ms)", f"{actors:.2f}"],
+               ["Ray's own processes CPU per step (ms)", f"{ray_rest:.2f}"]] if ray_address else []),
             ["model request MB per step", f"{stats.get('request_bytes', 0) / requests / 2**20:.3f}"],
             ["images sent with data / by uuid", f"{stats.get('images_with_data')} / {stats.get('images_by_uuid')}"],
             ["cache misses answered", stats.get("cache_misses")],

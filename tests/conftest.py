@@ -78,6 +78,20 @@ def stop_env_server(server):
     server.close_all()
 
 
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A real Ray cluster of three nodes on this machine (Ray's own test utility): a head without CPUs,
+    where the driver runs, and two workers for the runner actors; (cluster, worker nodes)."""
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
+    workers = [c.add_node(num_cpus=2, object_store_memory=80 << 20) for _ in range(2)]
+    c.wait_for_nodes()
+    yield c, workers
+    c.shutdown()
+
+
 @pytest.fixture
 def write(tmp_path):
     def _write(name, text):

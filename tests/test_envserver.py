@@ -6,6 +6,8 @@ import logging
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -209,6 +211,25 @@ def test_bad_content_length_is_refused(env, length, status):
         assert r.status == status and json.loads(r.read())["error"]
     finally:
         conn.close()
+
+
+def test_a_client_that_goes_away_mid_request_is_no_error(env, capsys, caplog):
+    # A runner killed mid-request (a node lost under a Ray actor) leaves its request half-done.
+    server, url, http = env
+    sid = allocate(url, http, "click-test", 0)["server_id"]
+    body = json.dumps({"action": "screenshot"}).encode()
+    with caplog.at_level(logging.ERROR):
+        for _ in range(3):
+            s = socket.create_connection(server.server_address[:2])
+            s.sendall(f"POST /server/execute/{sid} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # a reset: the screenshot's answer has nowhere to go
+        time.sleep(1.0)
+    assert execute(url, http, sid, "screenshot").status_code == 200  # the env serves on
+    release(url, http, sid)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "Traceback" not in capsys.readouterr().err
 
 
 def test_capacity():

@@ -17,7 +17,7 @@ from collections import Counter
 import psutil
 import pytest
 
-from conftest import CUA, ROOT, run_cua, start_tiny_fleet
+from conftest import CUA, ROOT, run_cua, start_env_server, start_tiny_fleet, stop_env_server
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
 from faultproxy import FaultProxy, chaos
@@ -74,6 +74,55 @@ def test_rollout_through_fleet_with_guided_decoding(fleet):
     steps = [s for rec in final.values() for s in read_lines(run / rec["traj"] / "traj.jsonl")]
     assert steps and all(s["parse_retries"] == 0 and s["action"] for s in steps), "guided answers always parse"
     assert {s["endpoint"] for s in steps} == {f"{s['url']}/v1" for s in doc["servers"]}, "both servers used"
+
+
+def test_ray_runner_actors_play_through_the_fleet_with_the_versions_the_driver_reads(fleet, ray_cluster, tmp_path):
+    """Runner actors on a real 3-node Ray cluster share the fleet's routing, and every step carries the
+    version of the fleet file as the driver reads it: a rewrite mid-run (as a reload makes) reaches them."""
+    work, fleet_file, doc = fleet
+    cluster, _ = ray_cluster
+    mine = tmp_path / "fleet.json"
+    shutil.copy(fleet_file, mine)  # the supervisor rewrites its own file; this copy changes only when we say
+    env, env_url = start_env_server(max_envs=2)
+    cfg = tmp_path / "ray.yaml"
+    cfg.write_text(f"""
+run: {{name: ray, results_dir: {tmp_path}/results}}
+tasks: {{kind: miniwob, miniwob: {{names: [click-test, click-button], seeds: [0, 1, 2, 3, 4, 5],
+                           episode_max_time: 120}}}}
+env: {{url: "{env_url}"}}
+model: {{provider: openai, guided: true, max_tokens: 128, retries: 1, timeout_s: 60}}
+runner: {{num_envs: 2, max_steps: 4}}
+""")
+    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--fleet", str(mine), "--ray", cluster.address],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list((tmp_path / "results").glob("*/trajectories/*/*/traj.jsonl")):
+            assert time.monotonic() < deadline and p.poll() is None, "no step was taken"
+            time.sleep(0.2)
+        time.sleep(3)
+        reloaded = json.loads(mine.read_text())
+        for s in reloaded["servers"]:
+            s["model_version"], s["policy_version"] = "/ckpt/step-7", 7
+        (tmp_path / "next.json").write_text(json.dumps(reloaded))
+        os.replace(tmp_path / "next.json", mine)
+        changed = time.time()
+        out, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        stop_env_server(env)
+    assert p.returncode == 0, err
+    (run,) = (tmp_path / "results").iterdir()
+    final = _final(run)
+    assert len(final) == 12 and all(rec["outcome"] != "error" for rec in final.values())
+    steps = [s for rec in final.values() for s in read_lines(run / rec["traj"] / "traj.jsonl")]
+    assert {s["endpoint"] for s in steps} == {f"{s['url']}/v1" for s in doc["servers"]}, "both servers used"
+    # A step's time is when its screenshot came; its model call follows within a moment.
+    before = {(s["model_version"], s["policy_version"]) for s in steps if s["time"] < changed - 2}
+    after = {(s["model_version"], s["policy_version"]) for s in steps if s["time"] > changed + 2}
+    assert before == {(doc["servers"][0]["model_version"], 0)}
+    assert after == {("/ckpt/step-7", 7)}
 
 
 def test_killed_server_episodes_move_on_and_supervisor_restarts_it(fleet):

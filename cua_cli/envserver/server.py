@@ -247,6 +247,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self, method: str) -> None:
         try:
+            self._answer(method)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away mid-request (e.g. its runner died): nobody to tell
+
+    def _answer(self, method: str) -> None:
+        try:
             body = self._read_body()  # read first so the connection stays usable on errors
             self._authorize()
             path, _, query = self.path.partition("?")
@@ -262,6 +268,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(e.status, {"error": str(e)})
         except DisallowedCode as e:
             self._send_json(400, {"error": str(e)})
+        except (BrokenPipeError, ConnectionResetError):
+            raise
         except Exception as e:
             log.exception("%s %s failed", method, self.path)
             first_line = (str(e).strip().splitlines() or [""])[0]

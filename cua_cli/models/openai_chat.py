@@ -36,14 +36,33 @@ _TOKEN_NAME = re.compile(r"token_id:[0-9]{1,12}")
 MAX_MISS_STREAK = 2
 
 
+class FleetVersions:
+    """Each endpoint's (model version, policy version), from a fleet file read afresh whenever it changes."""
+
+    def __init__(self, path):
+        self.path = path
+        self._seen: tuple[float, dict] = (-1.0, {})
+
+    def table(self) -> dict[str, tuple[str | None, int | None]]:
+        try:
+            mtime = os.stat(self.path).st_mtime
+            if mtime != self._seen[0]:
+                servers = read_fleet(self.path)["servers"]
+                self._seen = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
+                                                           _policy(s.get("policy_version")))
+                                      for s in servers})
+        except (OSError, FleetFileError):
+            pass  # mid-rewrite or gone: keep the versions last read
+        return self._seen[1]
+
+
 class OpenAIChat:
     def __init__(self, mcfg, api_key: str | None, router: Router | None = None, fleet_file=None):
         self.cfg = mcfg
         self.endpoints = [e.rstrip("/") for e in mcfg.endpoints]
         self.http = Client(api_key)
         self.router = router or Router(len(self.endpoints))
-        self.fleet_file = fleet_file
-        self._versions: tuple[float, dict] = (-1.0, {})
+        self.versions = FleetVersions(fleet_file) if fleet_file else None
         self._rr = itertools.count()
         self._uuids: dict[str, bool] = {}   # endpoint -> whether it keeps images by uuid
         self._probing = threading.Lock()
@@ -60,18 +79,7 @@ class OpenAIChat:
 
     def version(self, endpoint: str) -> tuple[str | None, int | None]:
         """The model version and policy version the fleet file gives for this endpoint."""
-        if not self.fleet_file:
-            return None, None
-        try:
-            mtime = os.stat(self.fleet_file).st_mtime
-            if mtime != self._versions[0]:
-                servers = read_fleet(self.fleet_file)["servers"]
-                self._versions = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
-                                                               _policy(s.get("policy_version")))
-                                          for s in servers})
-        except (OSError, FleetFileError):
-            pass  # mid-rewrite or gone: keep the versions last read
-        return self._versions[1].get(endpoint, (None, None))
+        return self.versions.table().get(endpoint, (None, None)) if self.versions else (None, None)
 
     def takes_uuids(self, endpoint: str, budget) -> bool:
         """Whether to send images by uuid: `model.image_uuids`, or with "auto", whether the server is vLLM."""

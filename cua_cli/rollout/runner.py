@@ -34,10 +34,7 @@ class Runner:
         self.folder = RunDir.open(spec.run_path)
         self.queue = self.folder.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
         self.player = Player(cfg, spec.env_url, spec.secrets, shared)
-        self._last_reclaim = 0.0
-        self._reclaim_lock = threading.Lock()
-        self._idle_checked = (-1e9, False)  # (when, whether the queue was drained)
-        self._idle_lock = threading.Lock()
+        self.idle = IdleSlots(self.queue, cfg.runner)
 
     def run(self, stop) -> None:
         """Play pairs until the queue is done (or `stop` is set); `stop` is an Event, maybe another process's."""
@@ -64,9 +61,9 @@ class Runner:
         while not stop.is_set():
             item = self.queue.claim()
             if item is None:
-                if not self.spec.watch and self._drained():
+                if not self.spec.watch and self.idle.drained():
                     return
-                self._maybe_reclaim()
+                self.idle.maybe_reclaim()
                 stop.wait(self.cfg.runner.poll_s)
                 continue
             try:
@@ -79,18 +76,29 @@ class Runner:
                               count_error=rec["stop_reason"] != "interrupted",
                               give_up=rec["stop_reason"] == "bad_task")
 
-    def _drained(self) -> bool:
-        """Nothing pending or claimed: looked at once per poll interval, however many slots are idle."""
+
+class IdleSlots:
+    """What slots that found nothing to claim look at, once per interval however many of them ask."""
+
+    def __init__(self, queue, rcfg):
+        self.queue, self.rcfg = queue, rcfg
+        self._last_reclaim = 0.0
+        self._reclaim_lock = threading.Lock()
+        self._idle_checked = (-1e9, False)  # (when, whether the queue was drained)
+        self._idle_lock = threading.Lock()
+
+    def drained(self) -> bool:
+        """Nothing pending or claimed: looked at once per poll interval."""
         with self._idle_lock:
-            if time.monotonic() - self._idle_checked[0] >= self.cfg.runner.poll_s / 2:
+            if time.monotonic() - self._idle_checked[0] >= self.rcfg.poll_s / 2:
                 self._idle_checked = (time.monotonic(), self.queue.idle())
             return self._idle_checked[1]
 
-    def _maybe_reclaim(self) -> None:
-        # A lease expires only after lease_ttl_s, so one scan per runner every quarter of it is
-        # enough; the backend reclaims the claims of runners it saw die at once.
+    def maybe_reclaim(self) -> None:
+        # A lease expires only after lease_ttl_s, so one scan every quarter of it is enough;
+        # the backend reclaims the claims of runners it saw die at once.
         with self._reclaim_lock:
-            if time.monotonic() - self._last_reclaim < self.cfg.runner.lease_ttl_s / 4:
+            if time.monotonic() - self._last_reclaim < self.rcfg.lease_ttl_s / 4:
                 return
             self._last_reclaim = time.monotonic()
         self.queue.reclaim()

@@ -18,6 +18,7 @@ from ...registry import load
 
 BACKENDS = {
     "local": "cua_cli.rollout.backends.local:LocalProcesses",
+    "ray": "cua_cli.rollout.backends.ray:RayActors",
 }
 
 

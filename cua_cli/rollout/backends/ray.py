@@ -1,0 +1,375 @@
+"""The Ray backend: runner actors on a Ray cluster; this process keeps the queue and the run folder.
+
+Each actor holds a Player and plays many pairs at once (threads). This
+process (the driver) claims a pair on an actor's behalf and holds its lease;
+the actor streams each step back as it happens, its screenshot and its line,
+through a Ray streaming generator, and the driver writes them into the run
+folder just as a local runner would, then files the attempt. Screenshots
+travel in pieces small enough for Ray to hand them to the driver directly,
+so they never enter Ray's object store. When an actor or its node dies, its
+streams fail: the driver files each of its attempts as `runner_lost` and the
+pairs go back to pending/. Steps already written stay with their attempt;
+the retry is a new attempt with its own folder, so no step is written twice.
+Actors need no shared file system: the driver also hands them the fleet
+file's model versions whenever it changes.
+"""
+
+import math
+import os
+import queue
+import socket
+import threading
+import time
+from urllib.parse import urlsplit
+
+from ...errors import BadTask, InputError
+from ...models.openai_chat import FleetVersions
+from ...models.routing import Router
+from ...redact import Redactor
+from ...runfolder.records import error_line
+from ...runfolder.writer import screenshot_name
+from ...tasks import task_from_dict
+from ..player import Player
+from ..runner import IdleSlots
+
+# Ray hands a return value of up to 100 KiB straight to its caller; larger ones go through the
+# object store of the producing node and are pulled to the driver's: 4x the driver's CPU here.
+CHUNK = 96 * 1024
+# Pieces a stream may run ahead of the driver (a few screenshots), so a slow driver holds the
+# actors back instead of buffering without bound.
+AHEAD = 64
+SLOTS_PER_ACTOR = 256      # as local runner processes (see backends/local.py)
+MAX_RESTARTS_PER_ACTOR = 3
+START_TIMEOUT_S = 120.0    # for the cluster to place every actor
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise InputError("runner.backend: ray needs Ray on this host: pip install -e '.[ray]'") from None
+    return ray
+
+
+def _why(e: Exception) -> str:
+    """The exception a Ray error carries from the actor, without the traceback Ray puts before it."""
+    return ([line for line in str(e).splitlines() if line.strip()] or [type(e).__name__])[-1]
+
+
+class _Secrets(dict):
+    """Tokens for the actors, masked should Ray ever print an actor's arguments."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: '***'" for k in self) + "}"
+
+
+class _Stream:
+    """A TrajWriter for an actor: each step goes to the driver as one message, its line with its screenshot."""
+
+    def __init__(self, out: queue.Queue):
+        self.out = out
+        self.shot = None
+
+    def screenshot(self, step: int, png: bytes) -> str:
+        self.shot = (step, png)  # the episode writes the step's line next, however the step ends
+        return screenshot_name(step)
+
+    def step(self, record: dict) -> None:
+        self.out.put(("step", record, self.shot))
+        self.shot = None
+
+
+class _PushedVersions:
+    """The fleet file's versions as the driver last read them (an actor's node may not have the file)."""
+
+    def __init__(self, table: dict):
+        self.current = table
+
+    def table(self) -> dict:
+        return self.current
+
+
+class RemoteRouter:
+    """The Router of the OpenAI provider for runner actors: its counts live in one Ray actor."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def acquire(self, exclude: int | None = None) -> int:
+        import ray
+        return ray.get(self.handle.acquire.remote(exclude))
+
+    def take(self, i: int) -> None:
+        self.handle.take.remote(i)  # an actor runs one caller's calls in order: no need to wait
+
+    def release(self, i: int) -> None:
+        self.handle.release.remote(i)
+
+    def failed(self, i: int) -> None:
+        self.handle.failed.remote(i)
+
+
+def _unreachable(urls: dict) -> list[str]:
+    """The urls (by config key) this host cannot open a connection to."""
+    bad = []
+    for key, url in urls.items():
+        u = urlsplit(url)
+        try:
+            socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), 5).close()
+        except (OSError, ValueError) as e:
+            bad.append(f"{key} {url} ({e})")
+    return bad
+
+
+class RunnerActor:
+    """Plays pairs the driver hands it, streaming their steps back (a Ray actor, threaded)."""
+
+    def __init__(self, cfg, env_url: str, secrets: dict, router, versions: dict | None):
+        self.player = Player(cfg, env_url, secrets, router)
+        self.versions = _PushedVersions(versions or {})
+        if versions is not None:
+            self.player.model.versions = self.versions
+        self.stop = threading.Event()
+        self.urls = {"env.url": env_url, **{f"model.endpoints[{i}]": e for i, e in enumerate(cfg.model.endpoints)
+                                            if cfg.model.provider == "openai"}}
+
+    def ready(self) -> tuple[str, list[str]]:
+        """This actor's node address, and the servers it cannot reach."""
+        import ray
+        return ray.util.get_node_ip_address(), _unreachable(self.urls)
+
+    def set_versions(self, table: dict) -> None:
+        self.versions.current = table
+
+    def request_stop(self) -> None:
+        self.stop.set()
+
+    def play(self, item: dict):
+        """Stream one attempt: per step, its screenshot's pieces but the last ("png", bytes), then ("step",
+        line, the screenshot's step and last piece, or None); at the end ("end", episode line)."""
+        out: queue.Queue = queue.Queue()
+        task = task_from_dict(item)  # checked by the driver before it sent the pair
+
+        def run():
+            out.put(("end", self.player.play(item, task, _Stream(out), self.stop.is_set)))
+
+        threading.Thread(target=run, daemon=True).start()
+        while True:
+            message = out.get()
+            if message[0] == "step" and message[2]:
+                step, png = message[2]
+                last = max(0, len(png) - 1) // CHUNK * CHUNK
+                for k in range(0, last, CHUNK):
+                    yield ("png", png[k:k + CHUNK])
+                message = ("step", message[1], (step, png[last:]))
+            yield message
+            if message[0] == "end":
+                return
+
+
+class RayActors:
+    """Starts the actors, hands them pairs, writes what they stream, and replaces actors that died."""
+
+    def __init__(self, cfg, run, env_url: str, secrets: dict, watch: bool):
+        self.ray = _ray()
+        self.cfg, self.run, self.watch = cfg, run, watch
+        self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
+        self.idle = IdleSlots(self.queue, cfg.runner)
+        self.env_url, self.secrets = env_url, _Secrets(secrets)
+        self.redact = Redactor(secrets.values()).text
+        self.versions = FleetVersions(cfg.resolve_path(cfg.model.fleet)) if cfg.model.fleet else None
+        self.actors: list = []
+        self.busy: list[int] = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.killed = False
+        self.slots: list[threading.Thread] = []
+        self.restarts = 0
+        self.crashed = False
+        self._pushed = None
+
+    def start(self) -> None:
+        ray, rc = self.ray, self.cfg.runner.ray
+        if not ray.is_initialized():
+            self._join(rc.address)
+        here = ray.get_runtime_context().get_node_id()
+        shared = None
+        if self.cfg.model.provider == "openai":
+            # Endpoint loads counted in one actor for all runner actors, on this node: it lives as long as we do.
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+            shared = RemoteRouter(ray.remote(num_cpus=0)(Router).options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote(
+                    len(self.cfg.model.endpoints)))
+        n = self._count_actors()
+        slots = math.ceil(self.cfg.runner.num_envs / n)
+        actor = ray.remote(max_concurrency=slots + 4, num_cpus=rc.num_cpus)(RunnerActor)
+        self._new_actor = lambda: actor.options(scheduling_strategy="SPREAD").remote(
+            self.cfg, self.env_url, self.secrets, shared, self._versions())
+        self.actors = [self._new_actor() for _ in range(n)]
+        self.busy = [0] * n
+        self._check_ready()
+        self.slots = [threading.Thread(target=self._slot, daemon=True) for _ in range(self.cfg.runner.num_envs)]
+        for t in self.slots:
+            t.start()
+        threading.Thread(target=self._heartbeat, daemon=True).start()
+
+    def _join(self, address: str | None) -> None:
+        """Connect to the cluster (or start a local one), or say clearly why not."""
+        where = f"runner.ray.address {address}" if address else "runner.backend: ray"
+        if address and address.startswith("ray://"):
+            raise InputError(f"{where}: Ray Client addresses are not supported; run cua rollout on a node of "
+                             "the cluster (e.g. its head) with --ray auto")
+        host, _, port = (address or "").rpartition(":")
+        if host and port.isdigit():  # Ray would keep retrying an address nobody answers at
+            try:
+                socket.create_connection((host, int(port)), 5).close()
+            except OSError as e:
+                raise InputError(f"{where}: no Ray cluster answers there ({e})") from None
+        try:
+            self.ray.init(address=address, include_dashboard=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise InputError(f"{where}: cannot join the Ray cluster: {e}") from None
+
+    def _count_actors(self) -> int:
+        """runner.ray.actors, or one per node that has the CPUs an actor asks for, and one per 256 slots."""
+        rc, num_envs = self.cfg.runner.ray, self.cfg.runner.num_envs
+        if rc.actors:
+            return min(rc.actors, num_envs)
+        nodes = sum(1 for node in self.ray.nodes()
+                    if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= rc.num_cpus)
+        return min(max(nodes, math.ceil(num_envs / SLOTS_PER_ACTOR)), num_envs)
+
+    def _check_ready(self) -> None:
+        """Every actor was placed, started, and reaches the env and model servers: or say which did not."""
+        ray = self.ray
+        refs = [a.ready.remote() for a in self.actors]
+        done, waiting = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+        if waiting:
+            self.kill()
+            free = ray.available_resources().get("CPU", 0)
+            raise InputError(f"runner.ray: {len(waiting)} of {len(refs)} runner actors found no place on the Ray "
+                             f"cluster in {START_TIMEOUT_S:.0f} s (each asks for runner.ray.num_cpus="
+                             f"{self.cfg.runner.ray.num_cpus} CPUs; {free:g} are free): lower it or add nodes")
+        try:
+            answers = ray.get(done)
+        except ray.exceptions.RayActorError as e:
+            self.kill()
+            raise InputError(f"runner.backend: ray: a runner actor could not start: {_why(e)}") from None
+        for node, bad in answers:
+            if bad:
+                self.kill()
+                raise InputError(f"runner.backend: ray: node {node} cannot reach {'; '.join(bad)}. Every Ray "
+                                 "node must reach the env and model servers (a 127.0.0.1 address is each "
+                                 "node's own)")
+
+    def _versions(self) -> dict | None:
+        return self.versions.table() if self.versions else None
+
+    def _heartbeat(self) -> None:
+        # The driver holds the leases of every claim its actors play, until its last slot ends.
+        while self.running():
+            time.sleep(self.cfg.runner.lease_ttl_s / 4)
+            self.queue.heartbeat()
+
+    def running(self) -> bool:
+        return any(t.is_alive() for t in self.slots)
+
+    def supervise(self) -> None:
+        """Pass a changed fleet file's versions on to the actors (dead actors are replaced by their slots)."""
+        table = self._versions()
+        if table is not None and table != self._pushed:
+            self._pushed = table
+            for a in list(self.actors):
+                a.set_versions.remote(table)
+
+    def request_stop(self) -> None:
+        self.stop.set()
+        for a in self.actors:
+            a.request_stop.remote()
+
+    def kill(self) -> None:
+        """Stop at once: the claims go back to pending/, uncounted (we stopped them, not the agent)."""
+        self.killed = True
+        self.stop.set()
+        for a in self.actors:
+            self.ray.kill(a)
+        deadline = time.monotonic() + 10  # the slots see their actors die at once
+        for t in self.slots:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.queue.reclaim(dead_pids={os.getpid()}, count_error=False)
+
+    def _pick(self) -> int:
+        """The least busy actor; an episode stays on it (and on its model server, see the Router)."""
+        with self.lock:
+            i = min(range(len(self.actors)), key=self.busy.__getitem__)
+            self.busy[i] += 1
+            return i
+
+    def _slot(self) -> None:
+        while not self.stop.is_set():
+            item = self.queue.claim()
+            if item is None:
+                if not self.watch and self.idle.drained():
+                    return
+                self.idle.maybe_reclaim()
+                self.stop.wait(self.cfg.runner.poll_s)
+                continue
+            try:
+                task_from_dict(item)
+            except BadTask as e:
+                self.queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
+                continue
+            i = self._pick()
+            actor = self.actors[i]
+            try:
+                rec = self._stream(actor, item)
+            finally:
+                with self.lock:
+                    self.busy[i] -= 1
+            if rec is None:
+                if self.killed:
+                    return  # kill() puts the claim back
+                # The actor died under the attempt: a lost runner, not an agent failure.
+                self._replace(i, actor)
+                rec = error_line(item, "runner_lost", "the Ray actor playing this pair died (or its node)")
+            self.queue.finish(item, rec, retry=rec["outcome"] == "error",
+                              count_error=rec["stop_reason"] != "interrupted",
+                              give_up=rec["stop_reason"] == "bad_task")
+
+    def _stream(self, actor, item: dict) -> dict | None:
+        """Write the attempt's steps as they arrive; its episode line, or None if the actor died."""
+        ray = self.ray
+        traj, png = self.run.traj(item), []
+        try:
+            # Backpressure is Ray's (underscored) option of streaming generators.
+            for ref in actor.play.options(num_returns="streaming", _generator_backpressure_num_objects=AHEAD
+                                          ).remote(item):
+                message = ray.get(ref)
+                if message[0] == "png":
+                    png.append(message[1])
+                elif message[0] == "step":
+                    if message[2] is not None:
+                        step, last = message[2]
+                        traj.screenshot(step, b"".join([*png, last]))
+                        png = []
+                    traj.step(message[1])
+                else:
+                    return message[1]
+        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                ray.exceptions.ObjectLostError):
+            return None  # a screenshot whose line never came is not written
+        except ray.exceptions.RayTaskError as e:  # a bug in cua outside the episode: file it, keep the claim moving
+            return error_line(item, "runner_error", self.redact(_why(e)))
+        return None
+
+    def _replace(self, i: int, dead) -> None:
+        """A new actor for the one that died (once, however many of its slots saw it)."""
+        with self.lock:
+            if self.actors[i] is not dead or self.stop.is_set():
+                return
+            if self.restarts >= MAX_RESTARTS_PER_ACTOR * len(self.actors):
+                self.crashed = True
+                self.stop.set()
+                return
+            self.restarts += 1
+            self.actors[i] = self._new_actor()

@@ -1,0 +1,186 @@
+"""`runner.backend: ray` on a real multi-node Ray cluster (Ray's own test utility starts the nodes
+on this machine), against the real built-in MiniWoB env server."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import CUA, run_cua, start_env_server, stop_env_server, wait_for
+from cua_cli.runfolder.jsonl import read_lines
+
+
+@pytest.fixture(scope="module")
+def env_url():
+    server, url = start_env_server(max_envs=4)
+    yield url
+    stop_env_server(server)
+
+
+def _config(tmp_path, ray_cluster, env_url, seeds=6, steps=3, backend="ray"):
+    c, _ = ray_cluster
+    cfg = tmp_path / f"{backend}.yaml"
+    cfg.write_text(f"""
+run: {{name: {backend}, results_dir: {tmp_path}/results-{backend}}}
+tasks: {{kind: miniwob, miniwob: {{names: [click-test-2], seeds: {list(range(seeds))}}}}}
+env: {{url: "{env_url}"}}
+model: {{provider: random, seed: 3}}
+runner: {{num_envs: 4, max_steps: {steps}, backend: {backend}, ray: {{address: "{c.address}", actors: 2}}}}
+""")
+    return cfg
+
+
+def _run(tmp_path, backend="ray"):
+    (run,) = (tmp_path / f"results-{backend}").iterdir()
+    return run
+
+
+def _form(run):
+    """What a run folder holds, without its values: files by kind, and the keys of every record."""
+    lines = read_lines(run / "episodes.jsonl")
+    steps = [s for e in lines for s in read_lines(run / e["traj"] / "traj.jsonl")]
+    files = {os.path.relpath(os.path.join(d, f), run).replace(os.sep, "/") for d, _, fs in os.walk(run) for f in fs}
+    kinds = {re.sub(r"[0-9]+", "N", re.sub(r"^trajectories/[^/]+/[^/]+/", "TRAJ/", f)) for f in files
+             if not f.startswith("queue/")}
+    return (kinds, {frozenset(e) for e in lines}, {frozenset(s) for s in steps},
+            sorted(json.loads((run / "run.json").read_text())))
+
+
+def test_a_rollout_on_ray_writes_the_same_run_folder_as_a_local_one(tmp_path, ray_cluster, env_url):
+    r = run_cua("rollout", str(_config(tmp_path, ray_cluster, env_url)), timeout=600)
+    assert r.returncode == 0, r.stderr
+    run = _run(tmp_path)
+    lines = read_lines(run / "episodes.jsonl")
+    assert sorted((e["task_id"], e["sample"]) for e in lines) == [(f"click-test-2@{i}", 0) for i in range(6)]
+    assert all(e["outcome"] in ("success", "failure") for e in lines)
+    for e in lines:
+        steps = read_lines(run / e["traj"] / "traj.jsonl")
+        assert len(steps) == e["steps"] and [s["step"] for s in steps] == list(range(e["steps"]))
+        assert all((run / e["traj"] / s["screenshot"]).read_bytes().startswith(b"\x89PNG") for s in steps)
+    assert os.listdir(run / "queue" / "claimed") == [] and len(os.listdir(run / "queue" / "done")) == 6
+    assert run_cua("stats", str(run)).returncode == 0
+
+    local = run_cua("rollout", str(_config(tmp_path, ray_cluster, env_url, backend="local")), timeout=600)
+    assert local.returncode == 0, local.stderr
+    assert _form(run) == _form(_run(tmp_path, "local"))
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed
+
+
+def test_servers_a_node_cannot_reach_stop_the_rollout_at_start_with_a_clear_error(tmp_path, ray_cluster):
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    r = run_cua("rollout", str(_config(tmp_path, ray_cluster, closed)), timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot reach env.url " + closed in r.stderr
+    assert os.listdir(_run(tmp_path) / "queue" / "claimed") == []
+
+
+def test_the_local_env_server_and_a_cluster_nobody_runs_are_refused_clearly(tmp_path, ray_cluster, env_url):
+    r = run_cua("rollout", str(_config(tmp_path, ray_cluster, "local")), timeout=60)
+    assert r.returncode == 2 and "env.url" in r.stderr and "cua env-server" in r.stderr, r.stderr
+    address = f"127.0.0.1:{_closed_port()}"
+    r = run_cua("rollout", str(_config(tmp_path, ray_cluster, env_url)), "--ray", address, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"runner.ray.address {address}: no Ray cluster answers there" in r.stderr
+
+
+def _interrupt(cfg, tmp_path, *args, times=1):
+    """Start a rollout, press Ctrl-C `times` times once an episode has ended; its run folder."""
+    p = subprocess.Popen([*CUA, "rollout", str(cfg), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        before = len(read_lines(_run(tmp_path) / "episodes.jsonl")) if args else 0
+        wait_for(lambda: (tmp_path / "results-ray").exists() and any(
+            len(read_lines(d / "episodes.jsonl")) > before for d in (tmp_path / "results-ray").iterdir()
+            if (d / "episodes.jsonl").exists()), what="an episode")
+        for _ in range(times):
+            p.send_signal(signal.SIGINT)
+            time.sleep(0.5)
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    run = _run(tmp_path)
+    assert os.listdir(run / "queue" / "claimed") == []
+    return run
+
+
+def test_ctrl_c_twice_then_once_then_resume_finishes_every_pair_once(tmp_path, ray_cluster, env_url):
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=12, steps=6)
+    run = _interrupt(cfg, tmp_path, times=2)  # the actors are killed: their claims go back, uncounted
+    pending = [json.loads(f.read_text()) for f in (run / "queue" / "pending").glob("*.json")]
+    assert pending and all(p["errors"] == 0 for p in pending)
+
+    _interrupt(cfg, tmp_path, "--resume", str(run))  # running episodes end as interrupted
+    assert all(e["outcome"] == "error" for e in read_lines(run / "episodes.jsonl") if e["stop_reason"] == "interrupted")
+    r = run_cua("rollout", str(cfg), "--resume", str(run), timeout=600)
+    assert r.returncode == 0, r.stderr
+    finals = {}
+    for e in read_lines(run / "episodes.jsonl"):
+        finals[(e["task_id"], e["sample"])] = e
+    assert len(finals) == 12 and all(e["outcome"] in ("success", "failure") for e in finals.values())
+
+
+def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url):
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=2, steps=2)
+    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        done = lambda: [f.name for f in (_run(tmp_path) / "queue" / "done").iterdir()]  # noqa: E731
+        wait_for(lambda: (tmp_path / "results-ray").exists() and len(done()) == 2, what="the first two pairs")
+        time.sleep(1)
+        assert p.poll() is None, "--watch keeps running on an empty queue"
+        task = {"task_id": "dropped/../one", "domain": "click-test-2", "config": {"miniwob": "click-test-2", "seed": 9},
+                "evaluator": {"func": "miniwob_reward"}, "sample": 0}
+        (_run(tmp_path) / "queue" / "pending" / "dropped.json").write_text(json.dumps(task))
+        (_run(tmp_path) / "queue" / "pending" / "bad.json").write_text(json.dumps({"task_id": "bad", "domain": 5}))
+        wait_for(lambda: len(done()) == 3, what="the dropped pair")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    lines = {e["task_id"]: e for e in read_lines(_run(tmp_path) / "episodes.jsonl")}
+    assert lines["dropped/../one"]["outcome"] in ("success", "failure") and lines["dropped/../one"]["steps"] >= 1
+    assert lines["bad"]["stop_reason"] == "bad_task"
+    assert not (_run(tmp_path) / "trajectories" / "dropped").exists(), "task ids never become raw paths"
+
+
+def test_a_node_that_dies_mid_run_loses_no_pair_and_leaves_no_claim(tmp_path, ray_cluster, env_url):
+    c, workers = ray_cluster
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=16, steps=6)
+    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "results-ray").exists() and any(
+            (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
+        victim = workers.pop()
+        c.remove_node(victim)  # its runner actor dies with it, mid-episode
+        workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
+        out, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 0 and "Traceback" not in err, err
+    run = _run(tmp_path)
+    lines = read_lines(run / "episodes.jsonl")
+    final = {}
+    for e in lines:
+        final.setdefault((e["task_id"], e["sample"]), []).append(e)
+    assert len(final) == 16 and os.listdir(run / "queue" / "claimed") == []
+    lost = [e for e in lines if e["stop_reason"] == "runner_lost"]
+    assert lost, "the removed node's attempts end as runner_lost"
+    for attempts in final.values():
+        assert attempts[-1]["outcome"] in ("success", "failure")  # each lost attempt was played again
+        assert len({a["attempt"] for a in attempts}) == len(attempts)  # no attempt written twice
