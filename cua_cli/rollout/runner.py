@@ -66,15 +66,24 @@ class Runner:
                 self.idle.maybe_reclaim()
                 stop.wait(self.cfg.runner.poll_s)
                 continue
-            try:
-                task = task_from_dict(item)
-            except BadTask as e:  # a malformed task file: fail it, never leave it claimed
-                self.queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
-                continue
-            rec = self.player.play(item, task, self.folder.traj(item), stop.is_set)
-            self.queue.finish(item, rec, retry=rec["outcome"] == "error",
-                              count_error=rec["stop_reason"] != "interrupted",
-                              give_up=rec["stop_reason"] == "bad_task")
+            task = checked_task(self.queue, item)
+            if task is not None:
+                file_attempt(self.queue, item, self.player.play(item, task, self.folder.traj(item), stop.is_set))
+
+
+def checked_task(queue, item: dict):
+    """A claimed pair's task; a malformed one is filed as bad_task, never left claimed, and gives None."""
+    try:
+        return task_from_dict(item)
+    except BadTask as e:
+        queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
+        return None
+
+
+def file_attempt(queue, item: dict, rec: dict) -> None:
+    """Move a pair on by its attempt's episode line: an error is tried again, uncounted if interrupted."""
+    queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=rec["stop_reason"] != "interrupted",
+                 give_up=rec["stop_reason"] == "bad_task")
 
 
 class IdleSlots:

@@ -22,7 +22,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from ...errors import BadTask, InputError
+from ...errors import InputError
 from ...models.openai_chat import FleetVersions
 from ...models.routing import Router
 from ...redact import Redactor
@@ -30,7 +30,7 @@ from ...runfolder.records import error_line
 from ...runfolder.writer import screenshot_name
 from ...tasks import task_from_dict
 from ..player import Player
-from ..runner import IdleSlots
+from ..runner import IdleSlots, checked_task, file_attempt
 
 # Ray hands a return value of up to 100 KiB straight to its caller; larger ones go through the
 # object store of the producing node and are pulled to the driver's: 4x the driver's CPU here.
@@ -314,10 +314,7 @@ class RayActors:
                 self.idle.maybe_reclaim()
                 self.stop.wait(self.cfg.runner.poll_s)
                 continue
-            try:
-                task_from_dict(item)
-            except BadTask as e:
-                self.queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
+            if checked_task(self.queue, item) is None:
                 continue
             i = self._pick()
             actor = self.actors[i]
@@ -332,9 +329,7 @@ class RayActors:
                 # The actor died under the attempt: a lost runner, not an agent failure.
                 self._replace(i, actor)
                 rec = error_line(item, "runner_lost", "the Ray actor playing this pair died (or its node)")
-            self.queue.finish(item, rec, retry=rec["outcome"] == "error",
-                              count_error=rec["stop_reason"] != "interrupted",
-                              give_up=rec["stop_reason"] == "bad_task")
+            file_attempt(self.queue, item, rec)
 
     def _stream(self, actor, item: dict) -> dict | None:
         """Write the attempt's steps as they arrive; its episode line, or None if the actor died."""
