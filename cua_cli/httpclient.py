@@ -12,7 +12,15 @@ environment (a bearer token goes only to the server it was configured for).
 Each thread keeps one connection per server. Failures say what a retry must
 know: `Unreachable` (no connection was opened, so the server never saw the
 request), `NoAnswer` (the request went out and may have been acted on, but
-no whole answer came back), `BadStatus` (an answer of 400 or above).
+no whole answer came back), `BadStatus` (an answer of 400 or above), and for
+the callers that read the answer, `BadAnswer` (a whole answer that is not
+what the protocol answers).
+
+A request's `timeout` is a deadline for all of it: connecting, sending, every
+read, interim answers and trailers. A server that answers a byte at a time
+holds it no longer than one that does not answer. Each socket operation gets
+what is left (one settimeout before each send or recv that waits). The name
+lookup of a host name is the system resolver's and is not bounded.
 """
 
 import json as jsonlib
@@ -20,6 +28,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -42,6 +51,10 @@ class NoAnswer(HttpError):
     def __init__(self, message: str, timed_out: bool = False):
         super().__init__(message)
         self.timed_out = timed_out
+
+
+class BadAnswer(HttpError):
+    """A whole answer came back, but it is not what the protocol answers (a caller's judgement)."""
 
 
 class BadStatus(HttpError):
@@ -108,14 +121,15 @@ class Client:
         if not head.isascii():  # only the host can be: the target is percent-encoded
             raise Unreachable(f"cannot address {u.netloc!r}: not an ASCII host name")
         head = head.encode("ascii")
+        deadline = time.monotonic() + timeout
         conn = self._connection(u)
         if not conn.usable():
-            conn.open(timeout)
+            conn.open(deadline)
         try:
-            conn.sock.settimeout(timeout)
-            conn.sock.sendall(head)
+            conn.deadline = deadline
+            conn.send(head)
             if body:
-                conn.sock.sendall(body)
+                conn.send(body)
             status, headers, content = conn.read_response()
         except TimeoutError:
             conn.close()
@@ -143,6 +157,7 @@ class _Connection:
         self.scheme, self.host, self.port = scheme, host, port
         self.sock: socket.socket | None = None
         self.buf = b""
+        self.deadline = 0.0  # time.monotonic() by which the current request ends
 
     def usable(self) -> bool:
         """Open, and not closed by the server while idle (a kept-alive connection may be)."""
@@ -158,13 +173,28 @@ class _Connection:
             return False
         return True
 
-    def open(self, timeout: float) -> None:
+    def open(self, deadline: float) -> None:
+        """Connect, and for https shake hands, by `deadline`; each address of the host gets what is left."""
+        sock = error = None
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=timeout)
+            for family, kind, proto, _, address in socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM):
+                sock = socket.socket(family, kind, proto)
+                try:
+                    sock.settimeout(_left(deadline))
+                    sock.connect(address)
+                    break
+                except OSError as e:
+                    sock.close()
+                    sock, error = None, e
+            if sock is None:
+                raise error
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # head and body go out at once
             if self.scheme == "https":
+                sock.settimeout(_left(deadline))  # the whole handshake: ssl keeps one deadline for it
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
         except OSError as e:
+            if sock is not None:
+                sock.close()
             raise Unreachable(f"connection failed ({type(e).__name__})") from None
         self.sock, self.buf = sock, b""
 
@@ -176,11 +206,23 @@ class _Connection:
                 pass
         self.sock, self.buf = None, b""
 
+    def send(self, data: bytes) -> None:
+        """sendall, by the deadline: ssl's sendall would give each of its sends the whole timeout."""
+        with memoryview(data) as view:
+            sent = 0
+            while sent < len(view):
+                self.sock.settimeout(_left(self.deadline))
+                sent += self.sock.send(view[sent:])
+
+    def _recv(self, size: int) -> bytes:
+        self.sock.settimeout(_left(self.deadline))
+        return self.sock.recv(size)
+
     def _fill(self, need: int) -> None:
         """Read until at least `need` bytes are buffered."""
         parts, have = [self.buf], len(self.buf)
         while have < need:
-            chunk = self.sock.recv(min(max(65536, need - have), 1 << 20))  # no huge buffer on a claimed length
+            chunk = self._recv(min(max(65536, need - have), 1 << 20))  # no huge buffer on a claimed length
             if not chunk:
                 raise _Malformed("the server closed the connection")
             parts.append(chunk)
@@ -262,9 +304,17 @@ class _Connection:
 
     def _fill_to_close(self) -> None:
         parts, have = [self.buf], len(self.buf)
-        while chunk := self.sock.recv(65536):
+        while chunk := self._recv(65536):
             parts.append(chunk)
             have += len(chunk)
             if have > MAX_BODY:
                 raise _Malformed("answer too large")
         self.buf = b"".join(parts)
+
+
+def _left(deadline: float) -> float:
+    """What is left until `deadline`, for the next socket operation; TimeoutError once it has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cua_cli.httpclient import BadStatus, Client, NoAnswer, Unreachable
+from slowservers import DRIPS, DripServer
 
 
 class RawServer:
@@ -175,5 +176,33 @@ def test_any_bytes_a_server_answers_give_an_answer_or_no_answer_never_a_crash(an
         except NoAnswer:
             pass
         assert time.monotonic() - start < 2.5  # a hostile answer never holds a runner past its timeout
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("kind", sorted(DRIPS))
+def test_an_answer_that_never_ends_is_cut_at_the_requests_deadline(kind):
+    """Each byte comes quickly, so no single read waits long: the timeout bounds the whole request."""
+    with DripServer(kind) as server:
+        http = Client()
+        start = time.monotonic()
+        with pytest.raises(NoAnswer) as e:
+            http.post(f"{server.url}/a", 0.5, json={"q": 1})
+        assert e.value.timed_out and time.monotonic() - start < 5  # generous: the machine may be loaded
+        assert server.requests == 1
+
+
+def test_after_a_timed_out_request_the_next_one_gets_its_own_deadline_and_connection():
+    """The timed-out connection is out of step (the rest of that answer may still come): never reused."""
+    server = RawServer([_ok(b"1")])
+    with DripServer("chunks") as slow:
+        http = Client()
+        with pytest.raises(NoAnswer):
+            http.post(f"{slow.url}/a", 0.3)
+        with pytest.raises(NoAnswer) as e:  # a new request, a new deadline: it too waits its 0.3 s
+            http.post(f"{slow.url}/a", 0.3)
+        assert e.value.timed_out and slow.requests == 2
+    try:
+        assert http.post(f"{server.url}/a", 5).content == b"1"
     finally:
         server.close()
