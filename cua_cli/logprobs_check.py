@@ -27,8 +27,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .errors import CuaError, InputError
-from .runfolder.jsonl import read_lines
-from .runfolder.reader import RunReader
+from .runfolder.confined import Refused, open_in, run_root
+from .runfolder.jsonl import warn_problems
+from .runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
 
 MAX_ROWS = 20
 TOKEN_FIELDS = ("prompt_token_ids", "response_token_ids", "response_logprobs")
@@ -46,7 +47,7 @@ class Report:
 @dataclass
 class _Call:
     trajectory: str       # the trajectory folder, relative to the run's trajectories/
-    folder: Path
+    folder: str           # inside the run folder (runfolder.reader.trajectory_dir)
     step: int
     try_: int             # 0-based, in the order asked; the step's own answer is its last try
     record: dict          # holds the token fields
@@ -154,20 +155,22 @@ def check_run(run: Path, model_dir: Path, tolerance: float, max_steps: int | Non
 def _recorded_calls(run: Path) -> list[_Call]:
     """The model calls with recorded tokens of every final attempt, in (task, sample, step, try) order."""
     calls = []
-    for _, rec in sorted(RunReader(run).refresh(warn=True).final.items()):
-        if not isinstance(rec.get("traj"), str):
+    root = run_root(run)
+    reader = RunReader(root).refresh(warn=True)
+    for pair, rec in sorted(reader.final.items()):
+        folder = trajectory_dir(root, rec, reader.where(pair))  # a run folder is data: read only inside it
+        if folder is None:
             continue
-        folder, name = run / rec["traj"], rec["traj"].removeprefix("trajectories/")
-        if not folder.resolve().is_relative_to(run.resolve()):  # a run folder is data: read only inside it
-            continue
-        for n, step in enumerate(read_lines(folder / "traj.jsonl")):
-            index = step.get("step") if type(step.get("step")) is int else n
+        name = rec["traj"].removeprefix("trajectories/")
+        steps, problems, path = read_steps(folder)
+        warn_problems(path, problems)
+        for _, step in steps:
             sampling = step.get("sampling")
             guided = isinstance(sampling, dict) and sampling.get("guided") is True
             tries = [t for t in step.get("failed_tries") or [] if isinstance(t, dict)] + [step]
             for i, t in enumerate(tries):
                 if any(t.get(k) is not None for k in TOKEN_FIELDS):
-                    calls.append(_Call(name, folder, index, i, t, step.get("prompt"), guided))
+                    calls.append(_Call(name, folder, step["step"], i, t, step.get("prompt"), guided))
     return calls
 
 
@@ -210,11 +213,20 @@ def _token_fields(record: dict, vocab: int) -> tuple[list[int], list[int], list[
 
 def _images(call: _Call) -> list:
     """The images of the call's prompt, in order, read from its trajectory folder."""
-    files = _image_files(call.prompt)
-    for f in files:
-        if not (call.folder / f).is_file():
-            raise ValueError(f"image {f} is missing from {call.folder}")
-    return [load_image(call.folder / f) for f in files]
+    from PIL import Image
+
+    images = []
+    for f in _image_files(call.prompt):
+        try:
+            with open_in(call.folder, f) as data:
+                images.append(load_image(data))
+        except Refused as e:
+            raise ValueError(f"image {show_path(f)} {e}; not read") from None
+        except FileNotFoundError:
+            raise ValueError(f"image {show_path(f)} is missing from {call.folder}") from None
+        except Image.DecompressionBombError as e:  # a crafted file: this call fails, the others go on
+            raise ValueError(f"image {show_path(f)}: {e}") from None
+    return images
 
 
 def _image_files(prompt) -> list[str]:

@@ -324,8 +324,8 @@ def test_hostile_lines_are_warned_about_and_skipped(tmp_path, capsys):
     assert {x["task_id"] for x in rows} == {"t"} and summary["trajectories"] == 4
     by_step = {x["step"]: x for x in rows}
     assert sorted(by_step) == [0, 1, 2, 4, 5]
-    assert by_step[5]["images"] == [{"path": "trajectories/t/0_0/\ud800", "sha256": None, "width": None,
-                                     "height": None}]
+    # A refused image has no path either: a trainer opens every path it is given.
+    assert by_step[5]["images"] == [{"path": None, "sha256": None, "width": None, "height": None}]
     s0 = by_step[0]
     assert (s0["prompt_token_ids"], s0["response_logprobs"], s0["policy_version"], s0["sampling"],
             s0["finish_reason"]) == (None, None, None, None, None)
@@ -333,10 +333,12 @@ def test_hostile_lines_are_warned_about_and_skipped(tmp_path, capsys):
     s1 = by_step[1]
     assert [(i["path"], i["sha256"], i["width"]) for i in s1["images"]] == [
         ("trajectories/t/0_0/secret.png", hashlib.sha256(b"not a png").hexdigest(), None),
-        ("trajectories/t/0_0/link.png", None, None)]  # a link out of the run is never read
+        (None, None, None)]  # a link out of the run is never read, nor named
     assert (by_step[2]["prompt_messages"], by_step[2]["images"], by_step[2]["response_token_ids"]) == (None, [], None)
     assert by_step[4]["prompt_messages"] is None
-    for text in ("leads out of the run folder", "is outside the run folder", "not JSON", "not an object",
+    for text in ("traj '../outside' climbs out of its folder with '..'; not read",
+                 f"traj {str(outside)!r} is an absolute path; not read", "image 'link.png' is a link; not read",
+                 "image '\\ud800' is not a path name; not read", "not JSON", "not an object",
                  "prompt_token_ids is not a list of token ids", "1 logprobs for 2 response token ids",
                  "policy_version is not an integer >= 0", "sampling is not", "second line of step 1",
                  "step is not an integer", "neither text nor an image file", "failed_tries[0] holds no answer",
@@ -375,6 +377,6 @@ def test_a_png_cut_inside_its_header_has_no_size_and_does_not_stop_the_export(tm
     run = tmp_path.resolve() / "run"
     (run / "t").mkdir(parents=True)
     (run / "t" / "cut.png").write_bytes(SIGNATURE + b"\x00\x00\x00\x0dIHDR" + b"\x00\x07")  # 22 bytes
-    e = TrajImages(str(run), "t", str(run / "t")).entry("cut.png", "here")
+    e = TrajImages("t", str(run / "t")).entry("cut.png", "here")
     assert (e["path"], e["width"], e["height"]) == ("t/cut.png", None, None) and e["sha256"]
     assert "not an image file" in capsys.readouterr().err

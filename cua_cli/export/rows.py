@@ -9,7 +9,8 @@ token ids: a trainer's importance weights need them one to one.
 import math
 import os
 
-from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.jsonl import warn, warn_problems
+from ..runfolder.reader import read_steps
 from ..runfolder.records import is_index
 from .groups import Group
 from .images import TrajImages
@@ -126,27 +127,11 @@ def trajectory_rows(run: Run, line: int, rec: dict, gid: str, group: Group,
         return [], 0
     traj_rel, traj_real = found
     shown = f"{run.path}/{traj_rel}/traj.jsonl"
-    file = os.path.realpath(os.path.join(traj_real, "traj.jsonl"))
-    if not file.startswith(os.path.join(run.real, "")):
-        warn(f"{shown}: a link out of the run folder; not read")
-        return [], 0
-    if not os.path.isfile(file):
+    if not os.path.lexists(os.path.join(traj_real, "traj.jsonl")):
         if rec["outcome"] != "error":  # an error may well come before the first step
             warn(f"{shown}: missing; the attempt has no rows")
         return [], 0
-    try:
-        lines, problems, _, _ = scan(file)
-    except OSError as e:
-        warn(f"{shown}: cannot read: {e.strerror}")
-        return [], 0
-    steps = {}
-    for n, obj in lines.items():
-        if not is_index(obj.get("step")):
-            problems.append((n, "skipped a step line whose step is not an integer >= 0"))
-        elif obj["step"] in steps:
-            problems.append((n, f"skipped a second line of step {obj['step']}"))
-        else:
-            steps[obj["step"]] = (n, obj)
+    steps, problems, _ = read_steps(traj_real)
 
     error = rec["outcome"] == "error"
     score = None if error else rec.get("score")
@@ -157,10 +142,10 @@ def trajectory_rows(run: Run, line: int, rec: dict, gid: str, group: Group,
             "traj_raw_reward": None if error else rec.get("reward"), "outcome": rec["outcome"],
             "stop_reason": rec.get("stop_reason"), "group_mean": group.mean, "group_std": group.std,
             "group_size": group.size, "run_dir": run.real}
-    images = TrajImages(run.real, traj_rel, traj_real)
+    images = TrajImages(traj_rel, traj_real)
     rows, last = [], None
-    for s in sorted(steps):
-        n, st = steps[s]
+    for n, st in steps:
+        s = st["step"]
         prompt, shown_images, problem = _prompt(st.get("prompt"), images, f"{shown}:{n}")
         if problem:
             problems.append((n, problem))

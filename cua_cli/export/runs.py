@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..runfolder.confined import Refused, read_in, run_root
 from ..runfolder.jsonl import scan, warn, warn_problems
-from ..runfolder.reader import checked
+from ..runfolder.reader import checked, trajectory_dir
 from ..runfolder.records import episode_record, supersedes
 
 
@@ -38,26 +39,17 @@ class Run:
         return [rec for _, rec in self.attempts(False)]
 
     def traj_dir(self, rec: dict, where: str) -> tuple[str, str] | None:
-        """(folder relative to the run, real path) of an attempt's trajectory; None when it
-        has none, or (with a warning) when it leads out of the run folder."""
-        traj = rec.get("traj")
-        if not traj:
-            return None
-        try:
-            real = os.path.realpath(os.path.join(self.real, traj))
-        except (OSError, ValueError):  # a NUL byte, an unencodable name
-            real = ""
-        if not real.startswith(os.path.join(self.real, "")):
-            warn(f"{where}: traj {traj[:80]!r} leads out of the run folder; not read")
-            return None
-        return traj, real
+        """(folder relative to the run, its path) of an attempt's trajectory; None when it
+        has none, or (with a warning) when its `traj` would lead out of the run folder."""
+        real = trajectory_dir(self.real, rec, where)
+        return None if real is None else (rec["traj"], real)
 
 
 def open_runs(paths: list[Path]) -> list[Run]:
     """The runs given, each once: by real path, then by run_id."""
     runs, by_real, by_id = [], {}, {}
     for path in paths:
-        real = os.path.realpath(path)
+        real = run_root(path)
         if not os.path.isfile(os.path.join(real, "run.json")):
             why = ("no such folder" if not os.path.exists(real) else "not a folder" if not os.path.isdir(real)
                    else "not a cua run folder (no run.json)")
@@ -77,10 +69,11 @@ def open_runs(paths: list[Path]) -> list[Run]:
 
 def _run_id(path: Path, real: str) -> str:
     """run.json's run_id; the folder's name (with a warning) when it has none."""
-    file = os.path.join(real, "run.json")
     try:
-        with open(file, "rb") as f:
-            meta = json.loads(f.read())
+        meta = json.loads(read_in(real, "run.json"))
+    except Refused as e:
+        warn(f"{path}/run.json: the file {e}; not read")
+        meta = None
     except OSError as e:
         raise InputError(f"{path}/run.json: cannot read: {e.strerror}") from None
     except (ValueError, RecursionError):

@@ -66,6 +66,10 @@ class SftLines(JsonlRows):
         if last["prompt_messages"] is None or last["response_text"] is None:
             warn(f"{last['trajectory_id']}: no recorded prompt and answer on its last step; not in the sft file")
             return 0
+        # Only files read as regular files inside the run: a trainer opens every path it is given.
+        if any(i["sha256"] is None for i in last["images"]):
+            warn(f"{last['trajectory_id']}: an image of its last prompt could not be read; not in the sft file")
+            return 0
         messages = [m if type(m["content"]) is str else
                     {"role": m["role"], "content": [{"type": "image"} if p["type"] == "image_file" else p
                                                     for p in m["content"]]}
@@ -124,7 +128,8 @@ class ParquetRows:
             elif clean and kind == "string":
                 values = [v if v is None else _SURROGATE.sub("\ufffd", v) for v in values]
             elif clean and kind == "images":
-                values = [[{**i, "path": _SURROGATE.sub("\ufffd", i["path"])} for i in v] for v in values]
+                values = [[{**i, "path": i["path"] and _SURROGATE.sub("\ufffd", i["path"])} for i in v]
+                          for v in values]
             columns.append(pa.array(values, type=field.type))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 

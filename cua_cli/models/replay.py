@@ -6,21 +6,23 @@ attempt: in each step, the answers the model gave before a re-ask
 text exactly as it did the first time.
 """
 
+import os
 from pathlib import Path
 
 from ..errors import InputError, ModelError
-from ..runfolder.jsonl import read_lines
-from ..runfolder.reader import RunReader
+from ..runfolder.confined import run_root
+from ..runfolder.jsonl import warn_problems
+from ..runfolder.reader import RunReader, read_steps, trajectory_dir
 from . import Params, Reply
 
 
 class Replay:
     def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir).resolve()
-        if not (self.run_dir / "episodes.jsonl").is_file():
+        self.run_dir = run_root(run_dir)
+        if not os.path.isfile(os.path.join(self.run_dir, "episodes.jsonl")):
             raise InputError(f"{self.run_dir}: no episodes.jsonl to replay")
-        final = RunReader(self.run_dir).refresh(warn=True).final
-        self.trajs = {pair: rec["traj"] for pair, rec in final.items() if isinstance(rec.get("traj"), str)}
+        reader = RunReader(self.run_dir).refresh(warn=True)
+        self.trajs = {pair: (rec, reader.where(pair)) for pair, rec in reader.final.items()}
 
     @classmethod
     def from_config(cls, cfg, secrets: dict, shared) -> "Replay":
@@ -28,20 +30,20 @@ class Replay:
 
     def session(self, task_id: str, sample: int) -> "_Session":
         calls: dict[int, list[str]] = {}
-        for s in self._steps(self.trajs.get((task_id, sample))):
+        for s in self._steps(task_id, sample):
             tries = [t.get("response") for t in s.get("failed_tries") or [] if isinstance(t, dict)]
             calls[s["step"]] = [r for r in tries + [s.get("response")] if isinstance(r, str)]
         return _Session(calls)
 
-    def _steps(self, traj: str | None) -> list[dict]:
-        """The recorded steps, read only from inside the run folder."""
-        if traj is None:
+    def _steps(self, task_id: str, sample: int) -> list[dict]:
+        """The recorded steps of a pair's final attempt, read only from inside the run folder."""
+        rec, where = self.trajs.get((task_id, sample), (None, None))
+        traj_dir = rec and trajectory_dir(self.run_dir, rec, where)
+        if not traj_dir:
             return []
-        folder = (self.run_dir / traj).resolve()
-        if not folder.is_relative_to(self.run_dir):
-            return []  # a crafted `traj` must not make us read elsewhere
-        steps = [s for s in read_lines(folder / "traj.jsonl") if type(s.get("step")) is int]
-        return sorted(steps, key=lambda s: s["step"])
+        steps, problems, path = read_steps(traj_dir)
+        warn_problems(path, problems)
+        return [s for _, s in steps]
 
 
 class _Session:

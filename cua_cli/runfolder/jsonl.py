@@ -5,12 +5,16 @@ line yields never depends on the lines around it: a line that is not exactly
 one object (garbage, two objects, an array, bytes that are not UTF-8, nesting
 too deep to parse) yields nothing and a warning, except that a record written
 right after the torn bytes of a writer that died mid-line is recovered.
+A file that is a link, a FIFO or anything but a regular file is not read: it
+yields one warning (confined.py).
 """
 
 import json
 import os
 import re
 import sys
+
+from .confined import Refused, open_regular
 
 # The C scanner of the json module: one value at an index, without json.loads'
 # per-call Python wrapper. Parsing line by line with it is nearly as fast as
@@ -75,11 +79,13 @@ def scan(path, offset: int = 0, line: int = 1):
     object}`, problems as `(line number, text)`, then where to continue.
     """
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             f.seek(offset)
             data = f.read()
     except FileNotFoundError:
         return {}, [], offset, line
+    except Refused as e:  # a link, a FIFO, a folder: never followed, never waited on
+        return {}, [(line, f"the file {e}; not read")], offset, line
     end = data.rfind(b"\n") + 1
     try:
         text = data[:end].decode()
@@ -165,8 +171,11 @@ def warn_problems(path, problems) -> None:
 
 
 def _lines_before(path, offset: int) -> int:
-    with open(path, "rb") as f:
-        return f.read(offset).count(b"\n")
+    try:
+        with open_regular(path) as f:
+            return f.read(offset).count(b"\n")
+    except (OSError, Refused):  # replaced since it was read: the numbers count from here
+        return 0
 
 
 def _kind(obj) -> str:

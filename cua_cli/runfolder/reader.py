@@ -1,15 +1,19 @@
-"""Reading a cua run folder back, also while it runs: scheduled pairs and final results.
+"""Reading a cua run folder back, also while it runs: scheduled pairs, final results,
+and the trajectories they point at.
 
 Every line read goes through `scheduled_record` or `episode_record` (records.py),
 the one place that decides what a valid line is; what they reject or repair is
-warned about with file and line, never raised.
+warned about with file and line, never raised. Files are opened only inside the
+run folder (confined.py).
 """
 
+import os
 from collections import Counter
 from pathlib import Path
 
-from .jsonl import scan, warn_problems
-from .records import episode_record, scheduled_record, supersedes
+from .confined import Refused, confined_dir
+from .jsonl import scan, warn, warn_problems
+from .records import episode_record, is_index, scheduled_record, supersedes
 
 
 def checked(rows: dict, check, problems: list) -> list[tuple[int, dict]]:
@@ -31,19 +35,20 @@ class RunReader:
         self.path = Path(path)
         self.scheduled: dict[tuple[str, int], str | None] = {}
         self.final: dict[tuple[str, int], dict] = {}
+        self.lines: dict[tuple[str, int], int] = {}  # the episodes.jsonl line of each final record
         self._pos = {"scheduled.jsonl": (0, 1), "episodes.jsonl": (0, 1)}  # byte offset, line number
 
     def refresh(self, warn: bool = False) -> "RunReader":
-        for r in self._read("scheduled.jsonl", scheduled_record, warn):
+        for _, r in self._read("scheduled.jsonl", scheduled_record, warn):
             self.scheduled[(r["task_id"], r["sample"])] = r.get("domain")
-        for r in self._read("episodes.jsonl", episode_record, warn):
+        for n, r in self._read("episodes.jsonl", episode_record, warn):
             pair = (r["task_id"], r["sample"])
             if supersedes(r, self.final.get(pair)):
-                self.final[pair] = r
+                self.final[pair], self.lines[pair] = r, n
         return self
 
-    def _read(self, name: str, check, warn: bool) -> list[dict]:
-        """The new valid records of one file, each line checked by `check`."""
+    def _read(self, name: str, check, warn: bool) -> list[tuple[int, dict]]:
+        """(line, record) of the new valid lines of one file, each line checked by `check`."""
         path = self.path / name
         offset, line = self._pos[name]
         rows, problems, offset, line = scan(path, offset, line)
@@ -51,9 +56,55 @@ class RunReader:
         records = checked(rows, check, problems)
         if warn:
             warn_problems(path, sorted(problems))
-        return [rec for _, rec in records]
+        return records
+
+    def where(self, pair) -> str:
+        """File and line of a pair's final record, for warnings."""
+        return f"{self.path / 'episodes.jsonl'}:{self.lines[pair]}"
 
     def summary(self) -> dict:
         """Live counts for the progress bar (`cua stats` has the full figures)."""
         outcomes = Counter(r["outcome"] for p, r in self.final.items() if p in self.scheduled)
         return {"success": outcomes["success"], "failure": outcomes["failure"], "errors": outcomes["error"]}
+
+
+def trajectory_dir(run: str, rec: dict, where: str) -> str | None:
+    """The trajectory folder of episode record `rec` inside run folder `run` (a real path);
+    None when it has none, or (with a warning naming `where`, its file and line) when its
+    `traj` would lead elsewhere."""
+    traj = rec.get("traj")
+    if not traj:
+        return None
+    try:
+        return confined_dir(run, traj)
+    except Refused as e:
+        warn(f"{where}: traj {show_path(traj)} {e}; not read")
+        return None
+
+
+def read_steps(traj_dir: str) -> tuple[list[tuple[int, dict]], list, str]:
+    """The step lines of a trajectory folder's traj.jsonl, in step order, as (line, object);
+    the problems of its lines, as (line, text); and the file's path.
+
+    A line without a step index, or repeating a step, is a problem: what a
+    step is must not depend on which of two lines a reader takes.
+    """
+    path = os.path.join(traj_dir, "traj.jsonl")
+    try:
+        rows, problems, _, _ = scan(path)
+    except OSError as e:  # no permission, a file where the folder is due
+        return [], [(1, f"cannot read the file: {e.strerror or e}")], path
+    steps = {}
+    for n, obj in rows.items():
+        if not is_index(obj.get("step")):
+            problems.append((n, "skipped a step line whose step is not an integer >= 0"))
+        elif obj["step"] in steps:
+            problems.append((n, f"skipped a second line of step {obj['step']}"))
+        else:
+            steps[obj["step"]] = (n, obj)
+    return [steps[s] for s in sorted(steps)], sorted(problems), path
+
+
+def show_path(v) -> str:
+    """A path from a record, for a warning: short, and quoted so its ends show."""
+    return repr(v[:80] + "..." if len(v) > 80 else v) if isinstance(v, str) else f"of type {type(v).__name__}"

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import CuaError
-from ..runfolder.jsonl import read_lines, scan, warn, warn_problems
+from ..runfolder.confined import Refused, read_in, run_root
+from ..runfolder.jsonl import scan, warn, warn_problems
 from ..runfolder.names import pair_key
+from ..runfolder.reader import read_steps, trajectory_dir
 from ..runfolder.records import episode_record
 
 
@@ -32,14 +34,15 @@ class Finished:
     run_id: str
     run_dir: Path
     record: dict        # the episode line (checked by runfolder.records.episode_record)
-    traj_dir: Path      # run_dir / record["traj"], inside run_dir
+    traj_dir: Path      # run_dir / record["traj"], inside run_dir (runfolder.reader.trajectory_dir)
     task: dict          # the pair's task: task_id, domain, instruction, config, evaluator ({} if gone)
     trace_id: str       # stable per attempt: the same run, task, sample and attempt give the same id
 
     def steps(self) -> list[dict]:
         """The trajectory's step lines, ordered by step."""
-        lines = [s for s in read_lines(self.traj_dir / "traj.jsonl") if type(s.get("step")) is int]
-        return sorted(lines, key=lambda s: s["step"])
+        steps, problems, path = read_steps(str(self.traj_dir))
+        warn_problems(path, problems)
+        return [s for _, s in steps]
 
 
 class Sink(Protocol):
@@ -60,6 +63,7 @@ class SinkFollower:
 
     def __init__(self, run_dir: Path, sinks: list[Sink], run_id: str):
         self.run_dir = Path(run_dir)
+        self.root = run_root(run_dir)
         self.run_id = run_id
         self.sinks = sinks
         self.offset, self.line = 0, 1
@@ -70,17 +74,18 @@ class SinkFollower:
 
     def poll(self) -> None:
         """Read new episode lines, and pass what is waiting to the sinks (a down sink is retried later)."""
-        rows, problems, self.offset, self.line = scan(self.run_dir / "episodes.jsonl", self.offset, self.line)
-        warn_problems(self.run_dir / "episodes.jsonl", problems)
-        recs = [(rec, 0) for rec, _ in map(episode_record, rows.values())
+        episodes = self.run_dir / "episodes.jsonl"
+        rows, problems, self.offset, self.line = scan(episodes, self.offset, self.line)
+        warn_problems(episodes, problems)
+        recs = [(rec, f"{episodes}:{n}", 0) for n, (rec, _) in ((n, episode_record(obj)) for n, obj in rows.items())
                 if rec is not None and rec["outcome"] != "error" and isinstance(rec.get("traj"), str)]
         unfiled, self.unfiled = self.unfiled + recs, []
-        for rec, polls in unfiled:
+        for rec, where, polls in unfiled:
             task = self._task(rec)
             if task is None and polls < self.MAX_POLLS_UNFILED:  # the queue writes the line, then moves the file
-                self.unfiled.append((rec, polls + 1))
+                self.unfiled.append((rec, where, polls + 1))
                 continue
-            finished = self._finished(rec, task or {})
+            finished = self._finished(rec, where, task or {})
             if finished is not None:
                 self.waiting.append(finished)
         if not self.waiting or time.monotonic() < self.retry_at:
@@ -103,21 +108,19 @@ class SinkFollower:
     def _task(self, rec: dict) -> dict | None:
         """The pair's task, from its queue file once it is done; None while it is not there."""
         for state in ("done", "failed"):
-            path = self.run_dir / "queue" / state / f"{pair_key(rec['task_id'], rec['sample'])}.json"
             try:
-                item = json.loads(path.read_text())
-            except (OSError, ValueError):
+                item = json.loads(read_in(self.root, f"queue/{state}/{pair_key(rec['task_id'], rec['sample'])}.json"))
+            except (OSError, Refused, ValueError, RecursionError):
                 continue
             if isinstance(item, dict):
                 return {k: item.get(k) for k in ("task_id", "domain", "instruction", "config", "evaluator")}
         return None
 
-    def _finished(self, rec: dict, task: dict) -> Finished | None:
-        traj_dir = (self.run_dir / rec["traj"]).resolve()
-        if not traj_dir.is_relative_to(self.run_dir.resolve()):
-            warn(f"{self.run_dir}: traj {rec['traj'][:100]!r} leads out of the run folder; not passed on")
+    def _finished(self, rec: dict, where: str, task: dict) -> Finished | None:
+        traj_dir = trajectory_dir(self.root, rec, where)
+        if traj_dir is None:
             return None
-        return Finished(self.run_id, self.run_dir, rec, traj_dir, task,
+        return Finished(self.run_id, self.run_dir, rec, Path(traj_dir), task,
                         trace_id(self.run_id, rec["task_id"], rec["sample"], rec["attempt"]))
 
     def start(self, every_s: float = 2.0) -> None:

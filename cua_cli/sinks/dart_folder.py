@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CuaError
+from ..runfolder.confined import Refused, open_in
 from ..runfolder.names import encode_task_id
+from ..runfolder.reader import show_path
 
 if TYPE_CHECKING:
     from . import Finished
@@ -106,7 +108,8 @@ def _fill(out: Path, t, torch) -> None:
                        "data_for_step_k.pt")
     reward = str(float(rec["score"])) if rec["outcome"] != "error" else ERROR_REWARDS.get(rec.get("stop_reason"))
     for i, step in enumerate(steps):
-        shutil.copyfile(_screenshot(t.traj_dir, step, f"{where} step {i}"), out / f"image_{i:04d}.png")
+        with _screenshot(t.traj_dir, step, f"{where} step {i}") as src, open(out / f"image_{i:04d}.png", "xb") as dst:
+            shutil.copyfileobj(src, dst)
         torch.save(_tensors(step, torch, f"{where} step {i}"), out / f"data_for_step_{i + 1}.pt")
     if reward is not None:  # DART writes these once the episode reached its end
         _dump(out / "final_messages.json", _dialogue(steps, where))
@@ -115,16 +118,17 @@ def _fill(out: Path, t, torch) -> None:
     _dump(out / "task_config.json", _task_config(t))
 
 
-def _screenshot(traj_dir: Path, step: dict, where: str) -> str:
+def _screenshot(traj_dir: Path, step: dict, where: str):
+    """The step's screenshot, open: a regular file in the trajectory folder (confined.py)."""
     name = step.get("screenshot")
-    if not (isinstance(name, str) and name == os.path.basename(name) and name not in ("", ".", "..")
-            and "\0" not in name):
+    if name is None:
         raise CuaError(f"{where}: no screenshot file; DART's layout has one at every step")
-    base = os.path.realpath(traj_dir)
-    path = os.path.realpath(os.path.join(base, name))
-    if not (path.startswith(os.path.join(base, "")) and os.path.isfile(path)):
-        raise CuaError(f"{where}: screenshot {name} is not a file in {traj_dir}")
-    return path
+    try:
+        return open_in(str(traj_dir), name)
+    except Refused as e:
+        raise CuaError(f"{where}: screenshot {show_path(name)} {e}; not read") from None
+    except OSError as e:
+        raise CuaError(f"{where}: screenshot {show_path(name)} cannot be read: {e.strerror or e}") from None
 
 
 def _ids(v) -> bool:

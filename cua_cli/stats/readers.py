@@ -12,10 +12,12 @@ never a success. Only a task list of the wrong shape stops the reading.
 """
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..runfolder.confined import Refused, confined_dir, open_in, read_in, run_root
 from ..runfolder.jsonl import warn
 from ..runfolder.reader import RunReader
 
@@ -108,16 +110,19 @@ def _final(rec: dict) -> Final:
     return Final(rec["outcome"], rec.get("score"), rec.get("steps"), rec.get("duration_s"), rec.get("stop_reason"))
 
 
-def _read_float(path: Path) -> float | None:
+def _read_float(root: str, rel: str) -> float | None:
+    """The number a score file in the run folder holds; None (with a warning when refused) if none."""
     try:
-        with path.open("rb") as f:
-            text = f.read(101)
+        text = read_in(root, rel, 100)
         return None if len(text) > 100 else float(text.decode())  # a score is short: more is not one
+    except Refused as e:
+        warn(f"{root}/{rel}: the file {e}; not read")
+        return None
     except (OSError, ValueError):
         return None
 
 
-def _score(path: Path, value: float | None) -> Final:
+def _score(path, value: float | None) -> Final:
     """The Final of a score file: a number in [0, 1], else an evaluation error (NaN is no success)."""
     if value is None or not (0 <= value <= 1):
         warn(f"{path}: holds {'no number' if value is None else value} where a score in [0, 1] is due; "
@@ -126,26 +131,44 @@ def _score(path: Path, value: float | None) -> Final:
     return Final("success" if value == 1 else "failure", value)
 
 
-def _count_lines(path: Path) -> int | None:
+def _count_lines(root: str, rel: str) -> int | None:
     try:
-        with path.open("rb") as f:
+        with open_in(root, rel) as f:
             return sum(1 for line in f if line.strip())
+    except Refused as e:
+        warn(f"{root}/{rel}: the file {e}; not read")
+        return None
     except OSError:
         return None
 
 
+def _folders(root: str, pattern: str) -> list[str]:
+    """The folders matching `pattern` in run folder `root`, relative to it; one reached
+    through a link is left out with a warning (a run folder is read only inside itself)."""
+    found = []
+    for d in sorted(Path(root).glob(pattern)):
+        rel = d.relative_to(root).as_posix()
+        try:
+            if os.path.isdir(confined_dir(root, rel)):
+                found.append(rel)
+        except Refused as e:
+            warn(f"{d}: {e}; not read")
+    return found
+
+
 def _read_osworld(p: Path, listing) -> RunData:
     data = RunData(p.name, "osworld")
-    for example in sorted(d for d in p.glob("*/*") if d.is_dir()):
-        domain, task_id = example.parent.name, example.name
+    root = run_root(p)
+    for example in _folders(root, "*/*"):
+        domain, task_id = example.split("/")
         data.domains[task_id] = domain
-        result = example / "result.txt"
-        if not result.exists():
+        result = f"{example}/result.txt"
+        if not os.path.lexists(os.path.join(root, result)):
             data.pairs[(task_id, 0)] = None  # started, never scored: missing
             continue
-        final = _score(result, _read_float(result))
-        if final.outcome != "error" and (example / "traj.jsonl").exists():
-            final.steps = _count_lines(example / "traj.jsonl")
+        final = _score(p / result, _read_float(root, result))
+        if final.outcome != "error" and os.path.lexists(os.path.join(root, example, "traj.jsonl")):
+            final.steps = _count_lines(root, f"{example}/traj.jsonl")
         data.pairs[(task_id, 0)] = final
     for domain, ids in (listing or {}).items():
         for task_id in ids:
@@ -154,12 +177,12 @@ def _read_osworld(p: Path, listing) -> RunData:
     return data
 
 
-def _dart_task(folder: Path):
+def _dart_task(root: str, folder: str):
     """(task id, task type, evaluator func) from a trace's task_config.json, or None if unreadable."""
-    path = folder / "task_config.json"
+    path = f"{root}/{folder}/task_config.json"
     try:
-        cfg = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError) as e:
+        cfg = json.loads(read_in(root, f"{folder}/task_config.json"))
+    except (OSError, Refused, ValueError, RecursionError) as e:
         warn(f"{path}: cannot read ({e}); trace skipped")
         return None
     if not isinstance(cfg, dict):
@@ -172,7 +195,7 @@ def _dart_task(folder: Path):
     if not (isinstance(task_id, str) and task_id):
         if task_id not in (None, ""):
             warn(f"{path}: raw.task_id is not a string; the folder name is used")
-        task_id = folder.name.rsplit("_", 1)[0]
+        task_id = folder.rsplit("_", 1)[0]
     task_type = raw.get("task_type")
     if task_type is not None and not isinstance(task_type, str):
         warn(f"{path}: raw.task_type is not a string; read as null")
@@ -184,9 +207,12 @@ def _dart_task(folder: Path):
 
 def _read_dart(p: Path) -> RunData:
     data = RunData(p.name, "dart")
+    root = run_root(p)
     traces: dict[str, list] = {}
-    for folder in sorted(d for d in p.iterdir() if (d / "task_config.json").exists()):
-        task = _dart_task(folder)
+    for folder in _folders(root, "*/"):
+        if not os.path.lexists(os.path.join(root, folder, "task_config.json")):
+            continue
+        task = _dart_task(root, folder)
         if task is None:
             continue
         task_id, task_type, func = task
@@ -196,13 +222,14 @@ def _read_dart(p: Path) -> RunData:
         traces.setdefault(task_id, []).append(folder)
     for task_id, folders in traces.items():
         for sample, folder in enumerate(folders):  # each trace is one sample
-            reward_file = folder / "reward.txt"
-            value = _read_float(reward_file) if reward_file.exists() else None
-            if not reward_file.exists():
+            reward_file = f"{folder}/reward.txt"
+            there = os.path.lexists(os.path.join(root, reward_file))
+            value = _read_float(root, reward_file) if there else None
+            if not there:
                 final = None
             elif value in (-1.0, -2.0):  # DART's codes: evaluation failed / model failed
                 final = Final("error", None, stop_reason="eval_error" if value == -1.0 else "model_error")
             else:
-                final = _score(reward_file, value)
+                final = _score(p / reward_file, value)
             data.pairs[(task_id, sample)] = final
     return data

@@ -7,8 +7,8 @@ run folder adds a few KB per episode; a report written elsewhere hard-links
 is still going: unfinished pairs are listed as missing.
 
 A run folder is data, possibly crafted: the report reads and links only
-files whose real path (links followed) is inside the run folder, and writes
-only inside its own folder, never through a link that is already there.
+regular files inside the run folder, reached through no link (confined.py),
+and writes only inside its own folder, never through a link that is already there.
 """
 
 import html
@@ -20,9 +20,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import InputError
-from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.confined import Refused, confine, open_regular
+from ..runfolder.jsonl import warn, warn_problems
 from ..runfolder.names import pair_key
-from ..runfolder.reader import RunReader
+from ..runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
 from ..stats.compare import task_scores
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
@@ -49,6 +50,11 @@ def _text(v) -> str:
 
 def _is_size(v) -> bool:
     return type(v) is int and 0 < v < 100_000
+
+
+def _is_seconds(v) -> bool:
+    # Compared, never converted: a huge integer has no float, and NaN fails both tests.
+    return type(v) in (int, float) and -1e12 < v < 1e12
 
 
 def _write(path: Path, text: str) -> None:
@@ -119,14 +125,6 @@ class Report:
         self._dirs.add(d)
         return True
 
-    def _in_run(self, path: str) -> str | None:
-        """The real path of `path` (links followed) if it stays inside the run folder, else None."""
-        try:
-            real = os.path.realpath(path)
-        except (OSError, ValueError):  # a NUL byte, an unencodable name
-            return None
-        return real if real.startswith(self._run_prefix) else None
-
     # -- index --------------------------------------------------------------
     def _index_page(self) -> str:
         fig = run_figures(self.data)
@@ -170,44 +168,50 @@ class Report:
     # -- episode pages ------------------------------------------------------
     def _shot_src(self, traj_dir: str, name, where: str) -> str | None:
         """The URL of a step's screenshot from its page, or None (with a warning) when there is none to show."""
-        src = self._in_run(os.path.join(traj_dir, name)) if isinstance(name, str) and name else None
-        if src is None or not os.path.isfile(src):
-            why = ("not a file name" if not isinstance(name, str) or not name
-                   else "outside the run folder" if src is None else "missing")
-            warn(f"{where}: screenshot {name!r} is {why}; step shown without it")
+        if name is None:  # a text env's step
             return None
-        if not self.inside:
-            dst = os.path.join(self.out, "shots", src[len(self._run_prefix):])
-            if not self._mkdir(os.path.dirname(dst)):
-                return None
-            tmp = os.path.join(os.path.dirname(dst), f".{uuid.uuid4().hex}.tmp")
-            try:
-                try:
-                    os.link(src, tmp)  # src is a real path: this links the file itself, never a link
-                except OSError:
-                    shutil.copyfile(src, tmp)
-                os.replace(tmp, dst)  # over whatever was there, without following it
-            except OSError as e:
-                warn(f"{where}: cannot copy the screenshot: {e}")
-                return None
-            src = dst
+        try:
+            src = confine(traj_dir, name)
+            with open_regular(src) as f:
+                if not self.inside:
+                    src = self._copy(src, f, where)
+        except Refused as e:
+            warn(f"{where}: screenshot {show_path(name)} {e}; step shown without it")
+            return None
+        except OSError as e:
+            warn(f"{where}: screenshot {show_path(name)} cannot be read ({e.strerror or e}); step shown without it")
+            return None
+        if src is None:
+            return None
         # A file name that is not UTF-8 holds surrogate escapes: the URL gets its bytes back.
         return quote(os.path.relpath(src, os.path.join(self.out, "episodes")), errors="surrogateescape")
 
-    def _steps(self, traj: str) -> str:
-        """The step sections of an episode whose trajectory folder is `traj` (relative to the run)."""
-        traj_dir = os.path.join(self.run, traj)
-        traj_file = self._in_run(os.path.join(traj_dir, "traj.jsonl"))
-        if traj_file is None:
-            warn(f"{self.run}: traj {traj!r} leads out of the run folder; steps not shown")
-            return ""
+    def _copy(self, src: str, f, where: str) -> str | None:
+        """The screenshot `src` (open as `f`) linked or copied into the report folder; its path there."""
+        dst = os.path.join(self.out, "shots", src[len(self._run_prefix):])
+        if not self._mkdir(os.path.dirname(dst)):
+            return None
+        tmp = os.path.join(os.path.dirname(dst), f".{uuid.uuid4().hex}.tmp")
         try:
-            rows, problems, _, _ = scan(traj_file)
+            try:
+                os.link(src, tmp)  # src holds no link (confine): this links the file itself
+            except OSError:
+                with open(tmp, "xb") as out:
+                    shutil.copyfileobj(f, out)
+            os.replace(tmp, dst)  # over whatever was there, without following it
         except OSError as e:
-            warn(f"{traj_file}: cannot read: {e}")
+            warn(f"{where}: cannot copy the screenshot: {e}")
+            return None
+        return dst
+
+    def _steps(self, pair, rec: dict) -> str:
+        """The step sections of the episode of a pair's final record `rec`."""
+        traj_dir = trajectory_dir(str(self.run), rec, self.reader.where(pair))
+        if traj_dir is None:
             return ""
+        steps, problems, traj_file = read_steps(traj_dir)
         warn_problems(traj_file, problems)
-        return "".join(self._step_html(traj_dir, st, f"{traj_file}:{n}") for n, st in rows.items())
+        return "".join(self._step_html(traj_dir, st, f"{traj_file}:{n}") for n, st in steps)
 
     def _episode_page(self, pair, prev, nxt) -> str:
         rec = self.reader.final.get(pair)
@@ -226,7 +230,7 @@ class Report:
                  ("duration", duration), ("attempt", E(str(rec["attempt"]))), ("domain", E(str(rec.get("domain"))))]
         facts_html = "".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in facts)
         error = f'<pre class="bad-text">{E(rec.get("error"))}</pre>' if rec.get("error") else ""
-        steps_html = self._steps(rec.get("traj")) if rec.get("traj") else ""
+        steps_html = self._steps(pair, rec)
         body = (f'{head}<main>{nav}<h2>Instruction</h2><pre>{E(rec.get("instruction") or "")}</pre>'
                 f'<div class="cards">{facts_html}</div>{error}<h2>Steps</h2>{steps_html or "<p>No steps.</p>"}'
                 f'{nav}</main>')
@@ -234,12 +238,12 @@ class Report:
 
     def _step_html(self, traj_dir: str, st: dict, where: str) -> str:
         """One step. A field of the wrong type is left out, with a warning naming file and line."""
-        for key, ok in (("step", lambda v: type(v) is int), ("width", _is_size), ("height", _is_size),
+        for key, ok in (("width", _is_size), ("height", _is_size),
                         ("action", lambda v: isinstance(v, list)), ("timings", lambda v: isinstance(v, dict))):
             if st.get(key) is not None and not ok(st[key]):
                 warn(f"{where}: {key} {_text(st[key])[:40]!r} has the wrong type; left out")
                 st = {**st, key: None}
-        step = E(_text(st.get("step")) or "?")
+        step = st["step"]
         src = self._shot_src(traj_dir, st.get("screenshot"), where)
         w, h = st.get("width") or 0, st.get("height") or 0
         actions = st.get("action") or []
@@ -247,8 +251,7 @@ class Report:
         actions_text = "\n".join(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in a.items()}
                                              if isinstance(a, dict) else a, ensure_ascii=False)
                                   for a in actions) or "none"
-        timings = ", ".join(f"{k} {v:.3f}s" for k, v in (st.get("timings") or {}).items()
-                            if type(v) in (int, float))
+        timings = ", ".join(f"{k} {v:.3f}s" for k, v in (st.get("timings") or {}).items() if _is_seconds(v))
         extra = f" · model {E(_text(st['model_version']))}" if st.get("model_version") else ""
         err = f'<pre class="bad-text">{E(_text(st["error"]))}</pre>' if st.get("error") else ""
         if src:
