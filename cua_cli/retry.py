@@ -4,12 +4,12 @@ import random
 import time
 
 from .errors import InfraError, Stopped
-from .httpclient import BadStatus, HttpError, NoAnswer, Unreachable
+from .httpclient import BadAnswer, BadStatus, HttpError, NoAnswer, Unreachable
 
 
 def transient(exc: Exception) -> bool:
-    """Worth another try: network trouble, timeouts, 429 and 5xx answers."""
-    if isinstance(exc, (Unreachable, NoAnswer)):
+    """Worth another try: network trouble, timeouts, 429 and 5xx answers, answers outside the protocol."""
+    if isinstance(exc, (Unreachable, NoAnswer, BadAnswer)):
         return True
     if isinstance(exc, BadStatus):
         return exc.response.status == 429 or exc.response.status >= 500

@@ -5,9 +5,12 @@ import json
 
 import functools
 
+import pytest
+
 from cua_cli.agents.uitars import END_ANSWER as _END
 from cua_cli.agents.uitars import parse_response, random_answer
 from cua_cli.budget import Budget
+from cua_cli.httpclient import BadAnswer
 from cua_cli.models import AnswerFormat, Params
 from cua_cli.models.random_actions import RandomActions
 from cua_cli.models.replay import Replay
@@ -60,7 +63,9 @@ def test_random_baseline_takes_any_task_id_and_repeats_itself():
 
 
 class _Answer:
-    """What `requests` gives the OpenAI provider: just the JSON."""
+    """What the HTTP client gives the OpenAI provider: the JSON, and the body an error quotes."""
+
+    status, content = 200, b"{...}"
 
     def __init__(self, payload):
         self.payload = payload
@@ -87,7 +92,6 @@ def test_the_openai_provider_reads_token_ids_and_logprobs_as_vllm_returns_them()
     named = _reply(_Answer(_completion([-0.5], [7], names=True)), "names")
     assert named.token_fields() == {"token_ids": [7], "logprobs": [-0.5]}
     # Logprobs that do not line up with the tokens, or that are not numbers, make a malformed answer.
-    assert _reply(_Answer(_completion([-0.5], [7, 8], [1])), "ids") is None
-    assert _reply(_Answer(_completion([float("nan"), -1.0], [7, 8], [1])), "ids") is None
-    assert _reply(_Answer(_completion([-0.5], [7], None)), "ids") is None
-    assert _reply(_Answer(_completion([-0.5], [-7], [1])), "ids") is None
+    for bad in ([-0.5], [7, 8], [1]), ([float("nan"), -1.0], [7, 8], [1]), ([-0.5], [7], None), ([-0.5], [-7], [1]):
+        with pytest.raises(BadAnswer):
+            _reply(_Answer(_completion(*bad)), "ids")

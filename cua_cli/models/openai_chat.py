@@ -11,6 +11,11 @@ Screenshots go to vLLM once: each image part carries a content hash as its
 only the uuid. A server that lost it (restart, eviction, failover) answers
 400 "Cache miss"; the request is then sent again with every image's bytes,
 which costs no retry and loses no step.
+
+A 200 whose body is not a chat completion with text (not JSON, no choices,
+no message, empty or null content, a wrong type anywhere, token fields asked
+for and missing) is the server's failure, retried like a 500 (BadAnswer).
+A completion whose text does not parse is the agent's to judge.
 """
 
 import itertools
@@ -25,7 +30,7 @@ import pybase64
 
 from ..errors import ModelError
 from ..fleet.server import FleetFileError, api_base, read_fleet
-from ..httpclient import Client, HttpError, Response
+from ..httpclient import BadAnswer, Client, HttpError, Response
 from ..retry import with_retries
 from . import Image, Params, Reply
 from .routing import Router
@@ -34,6 +39,9 @@ _TOKEN_NAME = re.compile(r"token_id:[0-9]{1,12}")
 # After this many misses in a row on images an episode had just sent, the server evidently keeps no
 # images (e.g. --mm-processor-cache-gb 0): stop sending uuids to it rather than pay twice per step.
 MAX_MISS_STREAK = 2
+# Of a body that is not a chat completion, the error quotes this many bytes: far more than an
+# episode record keeps (it cuts error text after masking secrets), so no secret is cut here.
+QUOTED_BYTES = 8192
 
 
 class FleetVersions:
@@ -167,8 +175,6 @@ class _Session:
         r.raise_for_status()
         self.held = set(images)  # images leave the history for good, so only this prompt's can come back
         reply = _reply(r, "ids" if c.record_tokens else "names" if c.record_logprobs else None)
-        if reply is None:
-            raise ModelError(f"model {endpoint}: malformed answer: {r.text!r}")
         if c.record_tokens:
             reply.sampling = {"temperature": c.temperature, "max_tokens": c.max_tokens,
                               "guided": bool(c.guided and params.answers.grammar)}
@@ -212,8 +218,8 @@ def _dumps(obj) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def _reply(r: Response, tokens: str | None) -> Reply | None:
-    """The first choice of a chat completion; None when the answer is not one.
+def _reply(r: Response, tokens: str | None) -> Reply:
+    """The first choice of a chat completion; BadAnswer when the answer is not one.
 
     `tokens`: "ids" reads the token ids vLLM returns with return_token_ids (the
     prompt's and the answer's), "names" the ids it writes as token names
@@ -222,34 +228,45 @@ def _reply(r: Response, tokens: str | None) -> Reply | None:
     try:
         payload = r.json()
     except (ValueError, RecursionError):
-        return None
+        raise _not_completion(r, "not JSON") from None
     choices = payload.get("choices") if isinstance(payload, dict) else None
-    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    message = choice.get("message")
-    content = message.get("content", False) if isinstance(message, dict) else False
-    if not (content is None or isinstance(content, str)):
-        return None
-    reply = Reply(content or "")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    # Empty text is no answer either. vLLM sends it only when a reasoning or tool parser took the text
+    # elsewhere (a server misconfigured for this use), or when the model's first token ended its answer,
+    # which the body cannot tell apart. Parsed, it would be counted as the agent's failure after one try,
+    # hiding a broken server in the success rate; as the server's, it is asked again (a new sample) and,
+    # when it keeps coming, shows as model_error.
+    if not (isinstance(content, str) and content):
+        raise _not_completion(r, "no text in choices[0].message.content")
+    reply = Reply(content)
     if tokens is None:
         return reply
     logprobs = choice.get("logprobs")
     sampled = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(sampled, list) or not all(isinstance(t, dict) and _number(t.get("logprob")) for t in sampled):
-        return None
+        raise _not_completion(r, "no logprob for each token in choices[0].logprobs.content")
     reply.logprobs = [float(t["logprob"]) for t in sampled]
     if tokens == "names":
         if not all(isinstance(t.get("token"), str) and _TOKEN_NAME.fullmatch(t["token"]) for t in sampled):
-            return None
+            raise _not_completion(r, "tokens not named token_id:N (return_tokens_as_token_ids)")
         reply.token_ids = [int(t["token"][len("token_id:"):]) for t in sampled]  # at most 12 digits
         return reply
     prompt, answer = payload.get("prompt_token_ids"), choice.get("token_ids")
     # One logprob per sampled token, or a trainer's importance weights silently fall back to 1.
     if not (_ids(prompt) and _ids(answer) and len(answer) == len(reply.logprobs)):
-        return None
+        raise _not_completion(r, "no prompt_token_ids, or no token_ids one to each logprob (return_token_ids)")
     reply.prompt_token_ids, reply.token_ids = prompt, answer
     finish = choice.get("finish_reason")
     reply.finish_reason = finish if isinstance(finish, str) else None
     return reply
+
+
+def _not_completion(r: Response, why: str) -> BadAnswer:
+    quoted = r.content[:QUOTED_BYTES].decode("utf-8", "replace")
+    more = f" ({len(r.content)} bytes)" if len(r.content) > QUOTED_BYTES else ""
+    return BadAnswer(f"HTTP {r.status} but not a chat completion: {why}: {quoted!r}{more}")
 
 
 def _number(v) -> bool:
