@@ -41,6 +41,10 @@ def confine(folder: str, rel) -> str:
     """
     if type(rel) is not str or not rel or "\0" in rel:
         raise Refused("is not a path name")
+    try:
+        os.fsencode(rel)
+    except UnicodeEncodeError:  # a lone surrogate no file name holds
+        raise Refused("is not a path name") from None
     if rel.startswith("/"):
         raise Refused("is an absolute path")
     parts = [p for p in rel.split("/") if p not in ("", ".")]
@@ -55,8 +59,6 @@ def confine(folder: str, rel) -> str:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
             return os.path.join(path, *parts[i + 1:])
-        except UnicodeEncodeError:
-            raise Refused("is not a path name") from None
         except OSError:  # a file where a folder is due, no permission: opening it says which
             return os.path.join(path, *parts[i + 1:])
         if stat.S_ISLNK(mode):

@@ -176,7 +176,7 @@ class Report:
                 if not self.inside:
                     src = self._copy(src, f, where)
         except Refused as e:
-            warn(f"{where}: screenshot {show_path(name)} {e}; step shown without it")
+            warn(f"{where}: screenshot {show_path(name)} {e}; not read")
             return None
         except OSError as e:
             warn(f"{where}: screenshot {show_path(name)} cannot be read ({e.strerror or e}); step shown without it")
