@@ -7,7 +7,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from cua_cli.runfolder import jsonl
@@ -143,3 +143,73 @@ def test_lone_surrogates_in_a_record(tmp_path):
     append_line(path, rec)
     path.read_bytes().decode("utf-8")
     assert read_lines(path) == [rec]
+
+
+# -- every reader of a run folder, on hostile lines ---------------------------------
+
+ODD = st.sampled_from([2 ** 64, -1, 10 ** 400, 1e308, -0.0, "\0", "\ud800", "../x", "/etc/passwd", "", "s.png"])
+HOSTILE = st.recursive(SCALARS | ODD | st.floats(), lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.sampled_from(["env_s", "x", "y", "type", "response", "guided"]) | st.text(
+                           max_size=3), inner, max_size=3), max_leaves=6)
+STEP_KEYS = ["step", "screenshot", "response", "thought", "action", "width", "height", "timings", "prompt",
+             "prompt_token_ids", "response_token_ids", "response_logprobs", "failed_tries", "sampling",
+             "policy_version", "model_version", "error", "observation", "finish_reason", "token_ids", "logprobs"]
+EPISODE_KEYS = ["task_id", "domain", "sample", "attempt", "outcome", "reward", "score", "steps", "stop_reason",
+                "duration_s", "error", "traj", "instruction", "evaluator_func"]
+PROMPTS = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", 3]), "content": st.one_of(
+    st.text(max_size=4), st.lists(st.sampled_from([{"type": "text", "text": "x"}, {"type": "image_file", "file": "s.png"},
+                                                   {"type": "image_file", "file": "../s.png"},
+                                                   {"type": "image_file", "file": 5}, {"type": "video"}, 7]),
+                                  max_size=3))}), max_size=2)
+
+
+def hostile_line(keys, base: dict):
+    """A line that is mostly a record of its kind, with some fields replaced by hostile values."""
+    fields = st.dictionaries(st.sampled_from(keys), HOSTILE | PROMPTS, max_size=4)
+    return st.one_of(fields.map(lambda f: json.dumps({**base, **f}).encode()), lines().map(lambda x: x[0]),
+                     st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")),
+                     st.just(b'{"a": ' * 5000), st.just(b"1" * 5000), st.just(b'{"step": 0, "resp'))
+
+
+GOOD_STEP = {"step": 0, "screenshot": "s.png", "response": "Action: wait()", "width": 4, "height": 4,
+             "action": [{"type": "click", "x": 1, "y": 1}], "timings": {"env_s": 1.0}, "prompt_token_ids": [1],
+             "response_token_ids": [2], "response_logprobs": [-1.0],
+             "prompt": [{"role": "user", "content": [{"type": "image_file", "file": "s.png"}]}]}
+GOOD_EPISODE = {"task_id": "t", "domain": "d", "sample": 0, "attempt": 0, "outcome": "success", "score": 1.0,
+                "reward": 1.0, "steps": 1, "traj": "trajectories/t/0_0"}
+
+
+@given(episode_lines=st.lists(hostile_line(EPISODE_KEYS, GOOD_EPISODE), min_size=1, max_size=4),
+       step_lines=st.lists(hostile_line(STEP_KEYS, GOOD_STEP), max_size=4), torn=st.booleans())
+@example(episode_lines=[json.dumps(GOOD_EPISODE).encode()],  # a huge integer has no float to print
+         step_lines=[json.dumps({**GOOD_STEP, "timings": {"env_s": 10 ** 400}}).encode()], torn=False)
+def test_every_reader_warns_about_hostile_lines_and_never_raises(episode_lines, step_lines, torn):
+    """Stats, export (each format), view, check-logprobs' reading, the replay provider and
+    the sinks' trajectory reader read any lines: a bad line is a warning, never an exception."""
+    from cua_cli.export import ExportOptions, export_runs
+    from cua_cli.logprobs_check import _recorded_calls
+    from cua_cli.models.replay import Replay
+    from cua_cli.runfolder.reader import RunReader, read_steps
+    from cua_cli.stats.figures import run_figures
+    from cua_cli.stats.readers import read_run
+    from cua_cli.view.report import Report
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        folder = run / "trajectories" / "t" / "0_0"
+        folder.mkdir(parents=True)
+        (folder / "s.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        (run / "run.json").write_text('{"run_id": "r"}')
+        (run / "scheduled.jsonl").write_bytes(b"\n".join(episode_lines) + b"\n")
+        end = b"" if torn else b"\n"
+        (run / "episodes.jsonl").write_bytes(b"\n".join(episode_lines) + end)
+        (folder / "traj.jsonl").write_bytes(b"\n".join(step_lines) + end)
+        run_figures(read_run(run))
+        for fmt in ("jsonl", "sft"):
+            export_runs([run], Path(tmp) / f"out.{fmt}", fmt, ExportOptions(failed_tries=True))
+        Report(run, Path(tmp) / "view").build()
+        _recorded_calls(run)
+        replay = Replay(run)
+        for pair in RunReader(run).refresh().final:
+            replay.session(*pair)
+        read_steps(str(folder))
