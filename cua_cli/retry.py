@@ -1,5 +1,6 @@
 """Retries with exponential backoff for calls to remote services."""
 
+import math
 import random
 import time
 
@@ -27,10 +28,12 @@ def never_sent(exc: Exception) -> bool:
 
 
 def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_delay: float = 0.5,
-                 idempotent: bool = True, error: type[InfraError] = InfraError):
+                 idempotent: bool = True, error: type[InfraError] = InfraError, deadline: float = math.inf):
     """Call fn(); retry transient HTTP failures `retries` times, then raise `error` (whose service failed).
 
     With idempotent=False only failures that never reached the server are retried.
+    No wait between tries lasts past `deadline` (the episode's, a time.monotonic()),
+    and a stop ends it at once.
     """
     for attempt in range(retries + 1):
         if should_stop():
@@ -42,7 +45,16 @@ def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_de
             if not retry or attempt == retries:
                 raise error(f"{what}: {describe(e)}") from e
         # Jitter keeps many runners from retrying in lockstep.
-        time.sleep(base_delay * 2 ** attempt * (0.5 + random.random()))
+        _wait(base_delay * 2 ** attempt * (0.5 + random.random()), should_stop, deadline)
+
+
+def _wait(delay: float, should_stop, deadline: float) -> None:
+    """Sleep `delay` s, or until the deadline (the next try then finds the episode over), or until told to stop."""
+    end = min(time.monotonic() + delay, deadline)
+    while (left := end - time.monotonic()) > 0:
+        if should_stop():
+            raise Stopped()
+        time.sleep(min(left, 0.25))
 
 
 def describe(exc: Exception) -> str:

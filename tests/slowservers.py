@@ -51,7 +51,8 @@ def read_request(sock: socket.socket) -> bytes | None:
             return None
         buf += data
     head, _, body = buf.partition(b"\r\n\r\n")
-    n = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+    n = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+              if line.lower().startswith(b"content-length:")), 0)
     while len(body) < n:
         data = sock.recv(65536)
         if not data:

@@ -71,7 +71,8 @@ def test_a_200_that_is_not_a_chat_completion_is_retried_on_every_endpoint_like_a
 def test_after_bad_answers_a_good_one_is_the_reply(tmp_path):
     with ModelStandIn() as bad, ModelStandIn("Thought: t\nAction: wait()") as good:
         bad.body = completion(None)
-        reply = _model(tmp_path, [bad.url, good.url], retries=1).session("t", 0).complete(MESSAGES, Params(0, Budget(30.0)))
+        session = _model(tmp_path, [bad.url, good.url], retries=1).session("t", 0)
+        reply = session.complete(MESSAGES, Params(0, Budget(30.0)))
         assert reply.text == "Thought: t\nAction: wait()" and reply.endpoint == f"{good.url}/v1"
         assert bad.requests["/v1/chat/completions"] == 2
 
@@ -97,7 +98,8 @@ def test_a_chat_completion_whose_text_does_not_parse_is_the_agents_mistake_and_a
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                   max_size=4),
                      max_leaves=20)
 _near = st.fixed_dictionaries({"choices": st.one_of(_json, st.lists(st.fixed_dictionaries(
     {"message": st.one_of(_json, st.fixed_dictionaries({"content": _json | st.text(max_size=30)}))},

@@ -49,7 +49,7 @@ class AgentGymEnv:
             return r
 
         r = with_retries(once, self.retries, f"{self.name} {what}", budget.should_stop, idempotent=idempotent,
-                         error=EnvError)
+                         error=EnvError, deadline=budget.deadline)
         try:
             data = r.json()
         except (ValueError, RecursionError):

@@ -61,7 +61,8 @@ class ClusterEnv:
         while True:
             try:
                 data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, budget)),
-                                    self.s.retries, "allocate env", budget.should_stop, error=EnvError)
+                                    self.s.retries, "allocate env", budget.should_stop, error=EnvError,
+                                    deadline=budget.deadline)
                 if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
                     raise EnvError("allocate env: the answer's data has no server_id")
                 return ClusterSession(self, str(data["server_id"]), data, task)
@@ -88,8 +89,8 @@ class ClusterSession:
         self.instruction = instruction if isinstance(instruction, str) else None
 
     def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> Response:
-        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget),
-                            self.c.s.retries, what, budget.should_stop, idempotent=idempotent, error=error)
+        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget), self.c.s.retries,
+                            what, budget.should_stop, idempotent=idempotent, error=error, deadline=budget.deadline)
 
     def observe(self, budget: Budget) -> Observation:
         r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, budget)

@@ -2,7 +2,7 @@
 
 import re
 
-import requests
+from .server import HTTP
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eE]+|NaN|[+-]?Inf)$")
 
@@ -18,6 +18,7 @@ def parse(text: str) -> dict[str, float]:
 
 
 def fetch(url: str, timeout: float = 3.0) -> dict[str, float]:
-    r = requests.get(f"{url}/metrics", timeout=timeout)
+    """The server's metrics, within `timeout` for the whole answer; HttpError otherwise."""
+    r = HTTP.get(f"{url}/metrics", timeout)
     r.raise_for_status()
     return parse(r.text)

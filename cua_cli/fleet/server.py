@@ -11,10 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
-import requests
 
 from ..errors import CuaError
+from ..httpclient import Client, HttpError
 from ..procgroup import kill_group, live
+
+HTTP = Client()  # health probes: cua's client, so a server that answers slowly is held to the whole timeout
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -64,10 +66,10 @@ class Server:
         return self.proc is not None and self.proc.poll() is None
 
     def healthy(self, timeout: float = 5.0) -> bool:
+        """Both /health and /v1/models answer 200, each within `timeout`."""
         try:
-            return (requests.get(f"{self.url}/health", timeout=timeout).status_code == 200
-                    and requests.get(f"{self.url}/v1/models", timeout=timeout).status_code == 200)
-        except requests.RequestException:
+            return all(HTTP.get(f"{self.url}{path}", timeout).status == 200 for path in ("/health", "/v1/models"))
+        except HttpError:
             return False
 
     def stop(self, grace: float = 15.0) -> bool:

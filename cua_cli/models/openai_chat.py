@@ -135,7 +135,8 @@ class _Session:
             try:
                 version, policy = self.chat.version(endpoint)
                 reply = with_retries(lambda: self._post(endpoint, messages, params), self.chat.cfg.retries,
-                                     f"model {endpoint}", params.budget.should_stop, error=ModelError)
+                                     f"model {endpoint}", params.budget.should_stop, error=ModelError,
+                                     deadline=params.budget.deadline)
                 reply.endpoint, reply.model_version, reply.policy_version = endpoint, version, policy
                 return reply
             except ModelError as e:
