@@ -7,15 +7,24 @@ JSON holds JSON), as HTML character references, in upper or lower case, and
 inside base64 or base64url (a Basic-auth header holds `user:secret`), at any
 alignment. Mixed spellings (`quote` leaves some characters as they are) are
 masked too: each character of a secret may take any of its spellings.
+The userinfo of URLs is masked without being known, malformed URLs too.
 """
 
 import base64
 import os
 import re
+from urllib.parse import unquote
 
 from .errors import InputError
 
-_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+# URL userinfo, in URLs that are malformed too: after a scheme (`://`, also percent-encoded),
+# everything up to the LAST `@` (or `%40`) of the word, so a password holding `/`, `@`, `#` or `?`
+# is masked whole; without a scheme, a whole word `user:password@host`. A word ends at white
+# space, a double quote or an angle bracket. Masking too much is the price of never masking too little.
+_WORD = r'[^\s"<>]'
+_URL_USERINFO = re.compile(rf"([A-Za-z][A-Za-z0-9+.-]*(?:://|%3A%2F%2F)){_WORD}*(?:@|%40)", re.IGNORECASE)
+_BARE_USERINFO = re.compile(rf"""(^|[\s"'=(<,\[{{]|%20)([^\s"'<>:@/]+):(?!//){_WORD}*@""")
+_MIN_URL_SECRET = 6  # a shorter password, also masked wherever it appears, would mask common words
 _HTML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
 _SHORT_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\b": "b", "\f": "f", '"': '"', "\\": "\\", "/": "/", "'": "'"}
 _BACKSLASHES = r"\\{1,8}"  # one escape, or one per level of escaped-again text; bounded, so no backtracking blowup
@@ -36,7 +45,27 @@ def read_secrets(cfg) -> dict:
                 raise InputError(f"{cfg.source}: environment variable {var} must hold a token of printable "
                                  "ASCII without spaces")
             out[role] = value
+    # Passwords in URLs of the config: masked in every spelling, wherever they appear.
+    urls = [("env.url", cfg.env.url), ("storage.mysql", out.get("mysql"))]
+    urls += [(f"model.endpoints[{i}]", u) for i, u in enumerate(cfg.model.endpoints)]
+    for where, url in urls:
+        for n, secret in enumerate(url_passwords(url or "")):
+            out[f"{where} password {n}"] = secret
     return out
+
+
+def url_passwords(url: str) -> list[str]:
+    """The password of a URL's userinfo (malformed URLs too), as written and percent-decoded;
+    none shorter than _MIN_URL_SECRET characters."""
+    m = _URL_USERINFO.match(url)
+    userinfo = url[m.end(1):m.end()].removesuffix("@").removesuffix("%40") if m else ""
+    password = userinfo.partition(":")[2]
+    return [p for p in dict.fromkeys((password, unquote(password))) if len(p) >= _MIN_URL_SECRET]
+
+
+def mask_userinfo(s: str) -> str:
+    """`s` with the userinfo of every URL in it masked, malformed URLs and `user:password@host` too."""
+    return _BARE_USERINFO.sub(r"\1\2:***@", _URL_USERINFO.sub(r"\1***@", s))
 
 
 def _utf8(s: str) -> bytes:
@@ -86,14 +115,14 @@ class Redactor:
 
     def text(self, s: str) -> str:
         if not self.secrets:
-            return _URL_USERINFO.sub(r"\1***@", s)
+            return mask_userinfo(s)
         spans = [m.span() for m in self._spelled.finditer(s)] + self._base64_spans(s)
         out, last = [], 0
         for start, end in _merge(spans):
             out += [s[last:start], "***"]
             last = end
         out.append(s[last:])
-        return _URL_USERINFO.sub(r"\1***@", "".join(out))
+        return mask_userinfo("".join(out))
 
     def _base64_spans(self, s: str) -> list[tuple[int, int]]:
         """Runs of base64 text (padding included) that decode to bytes holding a secret.

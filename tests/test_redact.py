@@ -6,7 +6,7 @@ import json
 import re
 from urllib.parse import quote, quote_plus
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from cua_cli.redact import Redactor
@@ -67,3 +67,44 @@ def test_a_secret_with_a_lone_surrogate_is_masked_in_its_escaped_spellings():
     assert r.text("a to\udcffken b") == "a *** b"
     assert r.text(json.dumps({"k": "to\udcffken"})) == '{"k": "***"}'
     assert r.text("\ud800 token") == "\ud800 token"  # other text, lone surrogates and all, is kept
+
+
+# -- URL userinfo, malformed URLs too ---------------------------------------------------
+
+# A password may hold anything a URL can carry in a word: `/`, `@`, `#`, `?`, `:`, `%`.
+PASSWORDS = st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters='"<>*'),
+                    min_size=1, max_size=16)
+HOSTS = st.from_regex(r"[a-z0-9.-]{1,12}(:[0-9]{1,5})?", fullmatch=True)
+PATHS = st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters='"<>*@'), max_size=12)
+TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="*@"), max_size=12)
+SCHEMES = st.sampled_from(["http://", "https://", "mysql://", "mysql+pymysql://", "HTTP://", "http%3A%2F%2F", ""])
+
+
+@given(SCHEMES, st.from_regex(r"[a-z][a-z0-9_.-]{0,7}", fullmatch=True), PASSWORDS, HOSTS, PATHS, TEXT, TEXT,
+       st.booleans())
+def test_url_passwords_never_survive_however_malformed_the_url(scheme, user, password, host, path, left, right,
+                                                              encoded):
+    """Userinfo is masked without the Redactor knowing the password: with or without a
+    scheme, a password holding `/`, `@`, `#` or `?`, raw or percent-encoded, in any text."""
+    password = quote(password, safe="") if encoded else password
+    assume(not any(password in part for part in (scheme, user, host, path, left, right)))
+    out = Redactor([]).text(f"{left} {scheme}{user}:{password}@{host}/{path} {right}")
+    assert password not in out and "***@" in out, out
+
+
+def test_userinfo_of_config_urls_is_a_secret_in_every_spelling(monkeypatch):
+    from types import SimpleNamespace
+
+    from cua_cli.redact import read_secrets
+    monkeypatch.setenv("DB_URL", "mysql://dart:s3cr/et@pw@db:3306/dart")
+    cfg = SimpleNamespace(source="exp.yaml", env=SimpleNamespace(token_env=None, url="http://u:env-pass#1@envs:8080"),
+                          model=SimpleNamespace(api_key_env=None, endpoints=["https://m:model%2Fpass@gpu:8000/v1"]),
+                          storage=SimpleNamespace(mysql=SimpleNamespace(url_env="DB_URL")))
+    secrets = read_secrets(cfg)
+    r = Redactor(secrets.values())
+    text = ("connect failed for s3cr/et@pw (s3cr%2Fet%40pw), env-pass#1 refused, "
+            f"{base64.b64encode(b'm:model/pass').decode()} and mysql://dart:s3cr/et@pw@db:3306/dart")
+    out = r.text(text)
+    for leak in ("s3cr", "env-pass", "model/pass", "model%2Fpass", base64.b64encode(b"m:model/pass").decode()):
+        assert leak not in out, (leak, out)
+    assert secrets["mysql"] == "mysql://dart:s3cr/et@pw@db:3306/dart"  # the roles keep their values
