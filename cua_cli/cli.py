@@ -2,10 +2,12 @@
 
 Errors are mapped to exit codes in one place (`_Cli.invoke`): an error of the
 error tree prints its message and exits with its code (2 for bad input); any
-other exception is a bug and keeps its traceback.
+other exception is a bug and keeps its traceback. A stop signal (SIGINT, SIGTERM,
+SIGHUP) ends a command with 128 + its number, as a shell reports it.
 """
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from tabulate import tabulate
 from .config import load_config
 from .errors import CuaError, InputError
 from .redact import read_secrets
+from .signals import ignore_stop_signals, raise_on_stop_signals
 
 
 class _Failed(click.ClickException):
@@ -25,10 +28,16 @@ class _Failed(click.ClickException):
 
 class _Cli(click.Group):
     def invoke(self, ctx):
+        raise_on_stop_signals()
         try:
             return super().invoke(ctx)
         except CuaError as e:
             raise _Failed(e) from None
+        except KeyboardInterrupt as e:  # SIGINT, or any stop signal (Interrupted)
+            ignore_stop_signals()  # the command is ending: a further signal must not cut the message
+            signum = getattr(e, "signum", signal.SIGINT)
+            click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
+            sys.exit(128 + signum)
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,14 +79,19 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
       cua rollout configs/exp.yaml --ray auto      (on a node of a running Ray cluster)
     """
     from .rollout.driver import rollout as run_rollout
+    from .signals import StopFlags
 
+    # Counted from the very start, and never put back: a signal during set-up must not kill the command
+    # half-way, nor one after the run cut short the clean-up at exit (Ray's shutdown crashes if it is).
+    flags = StopFlags()
+    flags.install()
     if fleet_file:
         # Quoted: a path is data, and YAML would misread one holding ': ' or ' #'.
         overrides += (f"model.fleet={json.dumps(str(Path(fleet_file).resolve()))}",)
     if ray_address:
         overrides += ("runner.backend=ray", f"runner.ray.address={json.dumps(ray_address)}")
     cfg = load_config(config, overrides)
-    out = run_rollout(cfg, read_secrets(cfg), resume, watch)
+    out = run_rollout(cfg, read_secrets(cfg), flags, resume, watch)
     s = out.summary
     ci = s["ci95"]
     rows = [["run", str(out.run.path)],
@@ -96,7 +110,7 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
         raise CuaError("runner processes kept crashing; see the errors above")
     if out.interrupted:
         click.echo(f"interrupted: continue with  cua rollout {config} --resume {out.run.path}")
-        sys.exit(130)
+        sys.exit(out.exit_status)
 
 
 def _pct(x):
@@ -146,7 +160,6 @@ def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pi
         raise click.BadParameter(str(e), param_hint="--agentgym-seeds") from None
     if parent_pid:
         import os
-        import signal
 
         from .orphans import watch_parent
 

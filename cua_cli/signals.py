@@ -1,23 +1,70 @@
-"""Signal handling that only sets flags; the main loop acts on them."""
+"""Stop signals: handlers that only count, and the exit status a stopped command owes its caller.
+
+SIGINT (Ctrl-C), SIGTERM (a batch scheduler, `timeout`, systemd, a container
+stop) and SIGHUP (a closed terminal) all mean "stop": the first asks for an
+orderly end, a second for an end now. Child processes ignore them and let
+their parent decide, which a signal sent to the whole process group needs:
+otherwise every runner dies mid-write while its parent is still stopping.
+"""
 
 import signal
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 
 class StopFlags:
-    """SIGINT/SIGTERM handlers that only count; the main loop acts on the count."""
+    """Handlers for the stop signals that only count; the main loop acts on the count."""
 
-    def __init__(self):
+    def __init__(self, signals=STOP_SIGNALS):
+        self.signals = signals
         self.count = 0
+        self.first: int | None = None  # the signal that started the stop: it names the exit status
         self._old = {}
 
     def _handler(self, signum, frame):
         self.count += 1
+        if self.first is None:
+            self.first = signum
+
+    def install(self) -> None:
+        """(Re)install the handlers: a library may have put its own in place (Ray does, for SIGTERM)."""
+        for sig in self.signals:
+            old = signal.signal(sig, self._handler)
+            self._old.setdefault(sig, old)
 
     def __enter__(self):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handler)
+        self.install()
         return self
 
     def __exit__(self, *exc):
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal's number, as a shell reports a process a signal ended (130, 143, 129)."""
+        return 128 + (self.first or signal.SIGINT)
+
+
+def ignore_stop_signals() -> None:
+    """For child processes: the parent got the same signal and stops them in order."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal, raised wherever a command is that has nothing to end in order (stats, view,
+    export, ...), so that its clean-ups run (temporary files go) before it exits with 128 + signum."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def raise_on_stop_signals() -> None:
+    """Every stop signal raises Interrupted; commands that stop in order put their own handlers in place."""
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, handler)

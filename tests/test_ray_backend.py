@@ -7,7 +7,9 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
+from http.server import HTTPServer, SimpleHTTPRequestHandler
 
 import pytest
 
@@ -22,7 +24,7 @@ def env_url():
     stop_env_server(server)
 
 
-def _config(tmp_path, ray_cluster, env_url, seeds=6, steps=3, backend="ray"):
+def _config(tmp_path, ray_cluster, env_url, seeds=6, steps=3, backend="ray", num_cpus=1):
     c, _ = ray_cluster
     cfg = tmp_path / f"{backend}.yaml"
     cfg.write_text(f"""
@@ -30,7 +32,7 @@ run: {{name: {backend}, results_dir: {tmp_path}/results-{backend}}}
 tasks: {{kind: miniwob, miniwob: {{names: [click-test-2], seeds: {list(range(seeds))}}}}}
 env: {{url: "{env_url}"}}
 model: {{provider: random, seed: 3}}
-runner: {{num_envs: 4, max_steps: {steps}, backend: {backend}, ray: {{address: "{c.address}", actors: 2}}}}
+runner: {{num_envs: 4, max_steps: {steps}, backend: {backend}, ray: {{address: "{c.address}", actors: 2, num_cpus: {num_cpus}}}}}
 """)
     return cfg
 
@@ -184,3 +186,42 @@ def test_a_node_that_dies_mid_run_loses_no_pair_and_leaves_no_claim(tmp_path, ra
     for attempts in final.values():
         assert attempts[-1]["outcome"] in ("success", "failure")  # each lost attempt was played again
         assert len({a["attempt"] for a in attempts}) == len(attempts)  # no attempt written twice
+
+
+def test_a_node_lost_with_no_room_for_a_replacement_leaves_the_run_to_the_survivors(tmp_path, ray_cluster, env_url):
+    """Each actor takes a whole worker, so the dead one's replacement finds no place: the run must still end."""
+    c, workers = ray_cluster
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=12, steps=4, num_cpus=2)
+    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "results-ray").exists() and any(
+            (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
+        c.remove_node(workers.pop())
+        out, err = p.communicate(timeout=600)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
+    assert p.returncode == 0 and "Traceback" not in err, err
+    run = _run(tmp_path)
+    final = {}
+    for e in read_lines(run / "episodes.jsonl"):
+        final[(e["task_id"], e["sample"])] = e
+    assert len(final) == 12 and all(e["outcome"] in ("success", "failure") for e in final.values())
+    assert os.listdir(run / "queue" / "claimed") == [] and os.listdir(run / "queue" / "pending") == []
+
+
+def test_an_address_where_no_ray_cluster_answers_fails_at_once_with_one_line(tmp_path, ray_cluster, env_url):
+    """An HTTP server, a malformed address, a port out of range: exit 2 in seconds, never Ray's minutes of retries."""
+    http = HTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    cfg = _config(tmp_path, ray_cluster, env_url)
+    try:
+        for address in (f"127.0.0.1:{http.server_address[1]}", "127.0.0.1:99999", "no-port", "[::1", "127.0.0.1:x"):
+            r = run_cua("rollout", str(cfg), "--ray", address, timeout=120)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (address, r.stderr)
+            assert f"runner.ray.address {address}: " in r.stderr, (address, r.stderr)
+    finally:
+        http.shutdown()
+        http.server_close()

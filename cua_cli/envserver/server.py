@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from cua_cli.envserver.miniwob_backend import DEFAULT_EPISODE_MAX_TIME, MiniWobBrowser, check_task
 from cua_cli.envserver.pyautogui_subset import DisallowedCode, parse_code
+from cua_cli.signals import STOP_SIGNALS
 
 log = logging.getLogger(__name__)
 
@@ -425,14 +426,14 @@ def serve(
     agentgym_tasks: Sequence[str] = (),
     agentgym_seeds: Sequence[range] = (range(100),),
 ) -> None:
-    """Serve until SIGTERM/SIGINT, then quit all browsers. Prints the listening URL first."""
+    """Serve until a stop signal (SIGINT, SIGTERM, SIGHUP), then quit all browsers. Prints the listening URL first."""
     server = make_server(host, port, max_envs, token_env, verbose, idle_timeout_s, agentgym_tasks, agentgym_seeds)
 
     def on_signal(signum, frame):
         # shutdown() waits for serve_forever() to return, so it must run on another thread.
         threading.Thread(target=server.shutdown, daemon=True).start()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     print(f"cua env-server listening on http://{host}:{server.server_address[1]}", flush=True)
     if server.agentgym.size:
         print(f"AgentGym WebArena routes serve idx 0-{server.agentgym.size - 1}", flush=True)

@@ -23,23 +23,25 @@ def reload_request_path(fleet_file: Path) -> Path:
 
 
 def run_foreground(spec: FleetSpec, log=print) -> None:
-    """Start, then supervise until SIGINT/SIGTERM; always stop everything.
-    SIGHUP asks for a rolling reload (see `request_reload`)."""
-    sup = Supervisor(spec, log)
-    reloads = []
-    signal.signal(signal.SIGHUP, lambda *_: reloads.append(1))
-    with StopFlags() as flags:
+    """Start, then supervise until SIGINT/SIGTERM (or SIGHUP: a closed terminal); always stop everything.
+    A SIGHUP that comes with a reload request (see `request_reload`) asks for a rolling reload instead."""
+    hangups = []
+    signal.signal(signal.SIGHUP, lambda *_: hangups.append(1))
+    with StopFlags((signal.SIGINT, signal.SIGTERM)) as flags:
+        sup = Supervisor(spec, log, stopping=lambda: flags.count > 0)
         try:
-            sup.start()
-            log(f"fleet ready: {spec.fleet_file} ({len(sup.servers)} servers); Ctrl-C stops it")
+            if sup.start():
+                log(f"fleet ready: {spec.fleet_file} ({len(sup.servers)} servers); Ctrl-C stops it")
             while not flags.count:
                 deadline = time.monotonic() + spec.check_interval_s
-                while time.monotonic() < deadline and not flags.count and not reloads:
+                while time.monotonic() < deadline and not flags.count and not hangups:
                     time.sleep(0.2)
-                if reloads:
-                    reloads.clear()
-                    req = json.loads(reload_request_path(spec.fleet_file).read_text())
-                    sup.reload(req["model"], req["version"])
+                if hangups:
+                    hangups.clear()
+                    request = _take_reload_request(spec.fleet_file)
+                    if request is None:  # no reload asked for: the terminal went away
+                        break
+                    sup.reload(request["model"], request["version"])
                 if not flags.count:
                     sup.check()
         finally:
@@ -55,6 +57,17 @@ def run_foreground(spec: FleetSpec, log=print) -> None:
             log("fleet stopped; no server process is left")
 
 
+def _take_reload_request(fleet_file: Path) -> dict | None:
+    """The reload `cua models reload` asked for, taken so that a later SIGHUP does not repeat it."""
+    path = reload_request_path(fleet_file)
+    try:
+        request = json.loads(path.read_text())
+        path.unlink()
+    except (OSError, ValueError):
+        return None
+    return request if isinstance(request, dict) and {"model", "version"} <= request.keys() else None
+
+
 def run_detached(argv: list[str], spec: FleetSpec, log=print) -> int:
     """Re-run this command without --detach in its own session; return once the fleet serves."""
     spec.fleet_file.parent.mkdir(parents=True, exist_ok=True)
@@ -64,18 +77,23 @@ def run_detached(argv: list[str], spec: FleetSpec, log=print) -> int:
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + spec.ready_timeout_s + 30
     want = len(spec.groups)
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = "".join(log_path.read_text(errors="replace").splitlines(True)[-30:])
-            raise FleetError(f"the fleet supervisor exited with code {proc.returncode}; "
-                             f"last lines of {log_path}:\n{tail}")
-        try:
-            doc = read_fleet(spec.fleet_file)
-            if doc.get("supervisor_pid") == proc.pid and len(doc["servers"]) == want:
-                return proc.pid
-        except FleetFileError:
-            pass
-        time.sleep(1.0)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                tail = "".join(log_path.read_text(errors="replace").splitlines(True)[-30:])
+                raise FleetError(f"the fleet supervisor exited with code {proc.returncode}; "
+                                 f"last lines of {log_path}:\n{tail}")
+            try:
+                doc = read_fleet(spec.fleet_file)
+                if doc.get("supervisor_pid") == proc.pid and len(doc["servers"]) == want:
+                    return proc.pid
+            except FleetFileError:
+                pass
+            time.sleep(1.0)
+    except KeyboardInterrupt:  # a stop signal while waiting: the fleet is not wanted after all
+        proc.terminate()  # the supervisor stops its servers itself
+        proc.wait()
+        raise
     raise FleetError(f"the fleet was not ready in time; see {log_path}")
 
 

@@ -45,9 +45,10 @@ def vllm_command(model: str, port: int, tp: int, served_name: str, extra: list[s
 
 
 class Supervisor:
-    def __init__(self, spec: FleetSpec, log=print):
+    def __init__(self, spec: FleetSpec, log=print, stopping=lambda: False):
         self.spec = spec
         self.log = log
+        self.stopping = stopping  # a stop signal came: waits for servers give up
         self.logs_dir = spec.fleet_file.parent / "logs"
         served = spec.served_model_name or Path(spec.model).name
         self.served = served
@@ -73,8 +74,8 @@ class Supervisor:
         write_fleet(self.spec.fleet_file, os.getpid(), healthy, [s.proc.pid for s in self.servers if s.proc])
 
     # -- start ------------------------------------------------------------
-    def start(self) -> None:
-        """Start every server and wait until all serve; fail fast if one dies."""
+    def start(self) -> bool:
+        """Start every server and wait until all serve (False if a stop signal came first); fail fast if one dies."""
         for s in self.servers:
             try:
                 s.start()
@@ -86,6 +87,8 @@ class Supervisor:
         self.publish()
         deadline = time.monotonic() + self.spec.ready_timeout_s
         while len(self.ready) < len(self.servers):
+            if self.stopping():
+                return False
             for s in self.servers:
                 if s.index in self.ready:
                     continue
@@ -102,6 +105,7 @@ class Supervisor:
                 raise FleetError(f"{len(slow)} server(s) not ready after {self.spec.ready_timeout_s} s: "
                                  + "; ".join(f"{s.url} (log {s.log_path})" for s in slow))
             time.sleep(1.0)
+        return True
 
     # -- supervise --------------------------------------------------------
     def check(self) -> None:
@@ -162,6 +166,8 @@ class Supervisor:
             s.meta["policy_version"] = old[2].get("policy_version", 0) + 1
             s.cmd = vllm_command(model, s.port, max(len(s.gpus), 1), self.served, self.spec.vllm_args)
             if not self._start_and_wait(s):
+                if self.stopping():
+                    return
                 self.log(f"server {s.index}: {model} did not come up; back to {old[0]}, reload stopped\n"
                          f"{s.tail_log(10)}")
                 s.stop()
@@ -175,7 +181,7 @@ class Supervisor:
         self.starting_since[s.index] = time.monotonic()
         self.publish()
         deadline = time.monotonic() + self.spec.ready_timeout_s
-        while time.monotonic() < deadline and s.alive():
+        while time.monotonic() < deadline and s.alive() and not self.stopping():
             if s.healthy():
                 self.ready.add(s.index)
                 self.publish()

@@ -6,8 +6,12 @@ whole pool. A server that failed is skipped for a cool-down.
 """
 
 import time
+from contextlib import contextmanager
 
 COOL_DOWN_S = 30.0
+# A runner killed inside a count update (SIGKILL, the OOM killer) leaves the lock held for good.
+# The counts only steer routing, so after this long the others go on without the lock.
+LOCK_WAIT_S = 2.0
 
 
 class Router:
@@ -17,10 +21,22 @@ class Router:
         self.load = ctx.Array("i", n)        # episodes in flight per endpoint
         self.total = ctx.Array("i", n)       # episodes ever sent: breaks ties so idle servers take turns
         self.bad_until = ctx.Array("d", n)   # time.time() until which an endpoint is skipped
+        self.orphaned = False                # this process found the lock held by a dead runner
+
+    @contextmanager
+    def _counts(self):
+        lock = self.load.get_lock()
+        got = not self.orphaned and lock.acquire(timeout=LOCK_WAIT_S)
+        self.orphaned = not got
+        try:
+            yield
+        finally:
+            if got:
+                lock.release()
 
     def acquire(self, exclude: int | None = None) -> int:
         """The least-loaded healthy endpoint (or the least-bad one if all failed)."""
-        with self.load.get_lock():
+        with self._counts():
             now = time.time()
             i = min(range(len(self.load)),
                     key=lambda i: (i == exclude, self.bad_until[i] > now, self.load[i], self.total[i], i))
@@ -29,14 +45,14 @@ class Router:
             return i
 
     def take(self, i: int) -> None:
-        with self.load.get_lock():
+        with self._counts():
             self.load[i] += 1
             self.total[i] += 1
 
     def release(self, i: int) -> None:
-        with self.load.get_lock():
+        with self._counts():
             self.load[i] = max(self.load[i] - 1, 0)
 
     def failed(self, i: int) -> None:
-        with self.load.get_lock():
+        with self._counts():
             self.bad_until[i] = time.time() + COOL_DOWN_S

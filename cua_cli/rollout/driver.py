@@ -4,6 +4,7 @@ Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 (keep serving the queue for task files other processes drop in).
 """
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -27,6 +28,12 @@ from .reloads import CheckpointWatcher
 from .rounds import AdaptiveRounds
 
 
+# After the first stop signal, running episodes get this long to end as interrupted; then the
+# runners are stopped at once, as on a second signal. A batch scheduler's grace before SIGKILL is
+# often 30 s (Slurm's KillWait), so the run folder is whole by then.
+STOP_GRACE_S = 20.0
+
+
 @dataclass
 class Outcome:
     run: RunDir
@@ -34,9 +41,11 @@ class Outcome:
     wall_s: float
     interrupted: bool
     crashed: bool
+    exit_status: int   # for an interrupted run: 128 + the signal that stopped it, as a shell reports it
 
 
-def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool = False) -> Outcome:
+def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = None, watch: bool = False) -> Outcome:
+    """Play the config's pairs; `flags` count the stop signals since the command began (see cli.rollout)."""
     check_pairing(cfg)
     if cfg.tasks.adaptive.rounds and not watch:
         raise ConfigError(f"{cfg.source}: tasks.adaptive: adaptive rounds run as a service: add --watch")
@@ -70,37 +79,37 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
                                run.path / "env-server.log", idle, agentgym_args(cfg))
         env_url = local.start()
     start = time.monotonic()
-    runners = make_backend(cfg, run, env_url, secrets, watch)
     progress = Progress(run.path, queue)
     dart_run_id = cfg.storage.mysql.run_id or run.path.name  # the id DART-GUI's trainer is configured with
-    follower = SinkFollower(run.path, sinks, dart_run_id) if sinks else None
-    if follower:
-        follower.start()
-    watcher = None
-    if cfg.model.reload_from == "mysql":
-        watcher = CheckpointWatcher(mysql_sink(cfg, secrets), dart_run_id, cfg.resolve_path(cfg.model.fleet))
-        watcher.start()
-    stopping = 0
+    follower = watcher = runners = None
+    stopping, give_up_at = 0, math.inf  # 0 running, 1 ending episodes, 2 stopped at once
     try:
-        with StopFlags() as flags:
-            runners.start()
-            while runners.running():
-                time.sleep(0.25)
-                if flags.count >= 2 and stopping < 2:
-                    stopping = 2
-                    progress.write("second interrupt: stopping now")
-                    runners.kill()
-                    break
-                if flags.count == 1 and stopping == 0:
-                    stopping = 1
-                    progress.write("interrupt: ending running episodes (Ctrl-C again to exit now)")
-                    runners.request_stop()
-                runners.supervise()
-                progress.update()
-                news = rounds and rounds.tick()
+        runners = make_backend(cfg, run, env_url, secrets, watch)
+        follower = SinkFollower(run.path, sinks, dart_run_id) if sinks else None
+        if follower:
+            follower.start()
+        if cfg.model.reload_from == "mysql":
+            watcher = CheckpointWatcher(mysql_sink(cfg, secrets), dart_run_id, cfg.resolve_path(cfg.model.fleet))
+            watcher.start()
+        if not flags.count:
+            runners.start(lambda: flags.count > 0)
+        while runners.running():
+            time.sleep(0.25)
+            if stopping < 2 and (flags.count >= 2 or time.monotonic() > give_up_at):
+                stopping = 2
+                progress.write("stopping now" if flags.count >= 2 else
+                               f"episodes still running {STOP_GRACE_S:.0f} s after the interrupt: stopping now")
+                runners.kill()
+                break
+            if flags.count == 1 and stopping == 0:
+                stopping, give_up_at = 1, time.monotonic() + STOP_GRACE_S
+                progress.write("interrupt: ending running episodes (interrupt again to stop at once)")
+                runners.request_stop()
+            for news in (runners.supervise(), rounds and rounds.tick()):
                 if news:
                     progress.write(news)
             progress.update()
+        progress.update()
     finally:
         progress.close()
         if local:
@@ -113,7 +122,7 @@ def rollout(cfg: Config, secrets: dict, resume: str | None = None, watch: bool =
                 progress.write(f"{left} finished trajectories are not in storage yet (a sink is down): "
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
-    return Outcome(run, summary, time.monotonic() - start, stopping > 0, runners.crashed)
+    return Outcome(run, summary, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
 
 
 def check_pairing(cfg: Config) -> None:

@@ -36,8 +36,8 @@ class Runner:
         self.player = Player(cfg, spec.env_url, spec.secrets, shared)
         self.idle = IdleSlots(self.queue, cfg.runner)
 
-    def run(self, stop) -> None:
-        """Play pairs until the queue is done (or `stop` is set); `stop` is an Event, maybe another process's."""
+    def run(self, stop: threading.Event) -> None:
+        """Play pairs until the queue is done (or `stop` is set)."""
         finished = threading.Event()
 
         def heartbeat():
@@ -45,11 +45,6 @@ class Runner:
                 self.queue.heartbeat()
 
         threading.Thread(target=heartbeat, daemon=True).start()
-        if not isinstance(stop, threading.Event):
-            # Every step of every slot asks whether to stop: a process-shared Event takes a
-            # semaphore each time, so one thread waits on it and the slots read a local copy.
-            shared, stop = stop, threading.Event()
-            threading.Thread(target=lambda: (shared.wait(), stop.set()), daemon=True).start()
         slots = [threading.Thread(target=self._slot, args=(stop,)) for _ in range(self.spec.slots)]
         for t in slots:
             t.start()

@@ -1,18 +1,18 @@
 """The runner-backend seam: where a rollout's runners run.
 
     backend = make_backend(cfg, run, env_url, secrets, watch)
-    backend.start()            start the runners
+    backend.start(stopping)    start the runners; give up early once stopping() is true
     backend.running() -> bool  some runner is alive or not yet reaped
-    backend.supervise()        reap runners that died, restart them while the run goes on
-    backend.request_stop()     first Ctrl-C: running episodes end as interrupted
-    backend.kill()             second Ctrl-C: stop at once; claims go back to the queue
+    backend.supervise()        reap runners that died, restart them while the run goes on; news or None
+    backend.request_stop()     first stop signal: running episodes end as interrupted
+    backend.kill()             second stop signal: stop at once; claims go back to the queue
     backend.crashed            runners kept dying
 
 Backends are chosen by `runner.backend` through BACKENDS: a new one is one
 module plus one line there.
 """
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ...registry import load
 
@@ -25,9 +25,9 @@ BACKENDS = {
 class RunnerBackend(Protocol):
     crashed: bool
 
-    def start(self) -> None: ...
+    def start(self, stopping: Callable[[], bool]) -> None: ...
     def running(self) -> bool: ...
-    def supervise(self) -> None: ...
+    def supervise(self) -> str | None: ...
     def request_stop(self) -> None: ...
     def kill(self) -> None: ...
 

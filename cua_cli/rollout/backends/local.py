@@ -3,27 +3,27 @@
 Processes spread the CPU work (HTTP, JSON, files) over the cores once there
 are many episode slots; each runs one Runner with its share of the slots.
 The main process supervises: it restarts a runner that died (its claims go
-back to the queue). Signal handlers only set flags; runners ignore SIGINT
+back to the queue). Signal handlers only set flags; runners ignore the stop signals
 and stop when told, or when the rollout is gone.
 """
 
 import math
 import multiprocessing as mp
 import os
-import signal
 import threading
 from dataclasses import replace
 
 from ...config import Config
 from ...models import shared_state
-from ...orphans import watch_parent
 from ...runfolder.writer import RunDir
+from ...signals import ignore_stop_signals
 from ..runner import Runner, RunnerSpec
 
 
 # Episode slots one runner process carries well: at about 1 ms of CPU per step (issue 13's
 # benchmark), 256 slots of 1-second steps keep its one interpreter a quarter busy.
 SLOTS_PER_PROCESS = 256
+STOP_POLL_S = 0.2  # how soon a runner sees the stop flag or its parent's death
 
 
 def default_processes(num_envs: int) -> int:
@@ -31,11 +31,20 @@ def default_processes(num_envs: int) -> int:
     return max(1, min(os.cpu_count() or 1, math.ceil(num_envs / SLOTS_PER_PROCESS)))
 
 
-def _process_main(spec: RunnerSpec, parent_pid: int, stop, shared) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides how to stop
-    done = threading.Event()
-    # An orphaned runner stops like on Ctrl-C; `stop` is shared, so every runner follows.
-    watch_parent(parent_pid, stop.set, done)
+def _process_main(spec: RunnerSpec, parent_pid: int, stop_flag, shared) -> None:
+    ignore_stop_signals()  # the main process got the same signal and decides how to stop
+    stop, done = threading.Event(), threading.Event()
+
+    def watch():
+        # The flag is plain shared memory, read without a lock: a runner killed at any moment can
+        # leave no lock held behind it (a multiprocessing.Event can, and its set() then waits forever).
+        # An orphaned runner stops as on Ctrl-C: its parent (the rollout) is gone.
+        while not done.wait(STOP_POLL_S):
+            if stop_flag.value or os.getppid() != parent_pid:
+                stop.set()
+                return
+
+    threading.Thread(target=watch, name="stop-watch", daemon=True).start()
     try:
         Runner(spec, shared).run(stop)
     finally:
@@ -49,7 +58,7 @@ class LocalProcesses:
 
     def __init__(self, cfg: Config, run: RunDir, env_url: str, secrets: dict, watch: bool):
         self.ctx = mp.get_context("spawn")  # no inherited threads or locks from the parent
-        self.stop = self.ctx.Event()
+        self.stop = self.ctx.RawValue("b", 0)  # set once, never cleared; see _process_main
         n = min(cfg.runner.processes or default_processes(cfg.runner.num_envs), cfg.runner.num_envs)
         # Spread num_envs exactly: the first processes take one slot more.
         self.slots = [cfg.runner.num_envs // n + (i < cfg.runner.num_envs % n) for i in range(n)]
@@ -67,7 +76,7 @@ class LocalProcesses:
         p.start()
         self.procs[i] = p
 
-    def start(self) -> None:
+    def start(self, stopping) -> None:
         for i in range(len(self.specs)):
             self._spawn(i)
 
@@ -76,7 +85,7 @@ class LocalProcesses:
         return any(p is not None for p in self.procs)
 
     def supervise(self) -> None:
-        """Reap runners that died; restart them while the run goes on."""
+        """Reap runners that died; restart them while the run goes on (nothing to tell the user)."""
         for i, p in enumerate(self.procs):
             if p is None or p.is_alive():
                 continue
@@ -85,21 +94,21 @@ class LocalProcesses:
             if p.exitcode == 0:
                 continue
             self.queue.reclaim(dead_pids={p.pid})
-            if self.stop.is_set():
+            if self.stop.value:
                 continue
             if self.restarts >= self.MAX_RESTARTS_PER_PROCESS * len(self.procs):
                 self.crashed = True
-                self.stop.set()
+                self.stop.value = 1
                 continue
             self.restarts += 1
             self._spawn(i)
 
     def request_stop(self) -> None:
-        self.stop.set()
+        self.stop.value = 1
 
     def kill(self) -> None:
-        """Second Ctrl-C: stop at once. Writes are whole-line or atomic renames, so nothing tears."""
-        self.stop.set()
+        """Second stop signal: stop at once. Writes are whole-line or atomic renames, so nothing tears."""
+        self.stop.value = 1
         pids = set()
         for p in self.procs:
             if p is not None and p.is_alive():

@@ -17,6 +17,7 @@ file's model versions whenever it changes.
 import math
 import os
 import queue
+import signal
 import socket
 import threading
 import time
@@ -41,6 +42,9 @@ AHEAD = 64
 SLOTS_PER_ACTOR = 256      # as local runner processes (see backends/local.py)
 MAX_RESTARTS_PER_ACTOR = 3
 START_TIMEOUT_S = 120.0    # for the cluster to place every actor
+GCS_PROBE_S = 5.0          # for a Ray cluster's address to answer
+REPLACE_NOTICE_S = 30.0    # a lost actor not yet replaced by then is worth telling the user about
+KILL_WAIT_S = 10.0         # for the slots to see their killed actors go
 
 
 def _ray():
@@ -121,6 +125,31 @@ def _unreachable(urls: dict) -> list[str]:
     return bad
 
 
+def _not_a_gcs(address: str) -> str | None:
+    """Why no Ray cluster can answer at HOST:PORT, or None if a gRPC server (Ray's GCS) does.
+
+    A gRPC server answers HTTP/2's connection preface with a SETTINGS frame at once; an HTTP/1
+    server, a closed port or a host that never answers do not, and are told apart in seconds.
+    """
+    host, _, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return "not HOST:PORT"
+    deadline = time.monotonic() + GCS_PROBE_S
+    try:
+        with socket.create_connection((host, int(port)), GCS_PROBE_S) as sock:
+            sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+            head = b""
+            while len(head) < 9:
+                sock.settimeout(max(0.01, deadline - time.monotonic()))  # a server that drips bytes gets no more
+                if not (chunk := sock.recv(9 - len(head))):
+                    break
+                head += chunk
+    except (OSError, ValueError) as e:  # ValueError: a host name no resolver takes (a NUL, bad IDNA)
+        return str(e) or type(e).__name__
+    return None if len(head) == 9 and head[3] == 4 else "what answers there does not speak gRPC"
+
+
 class RunnerActor:
     """Plays pairs the driver hands it, streaming their steps back (a Ray actor, threaded)."""
 
@@ -178,9 +207,12 @@ class RayActors:
         self.env_url, self.secrets = env_url, _Secrets(secrets)
         self.redact = Redactor(secrets.values()).text
         self.versions = FleetVersions(cfg.resolve_path(cfg.model.fleet)) if cfg.model.fleet else None
-        self.actors: list = []
+        self.actors: list = []    # by index: a started actor, or None while its replacement is placed
+        self.placing: dict = {}   # index -> (replacement actor, its ready() ref, when it was asked for)
         self.busy: list[int] = []
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # an actor was lost or joined
+        self.said_short = False
         self.stop = threading.Event()
         self.killed = False
         self.slots: list[threading.Thread] = []
@@ -188,10 +220,10 @@ class RayActors:
         self.crashed = False
         self._pushed = None
 
-    def start(self) -> None:
+    def start(self, stopping) -> None:
         ray, rc = self.ray, self.cfg.runner.ray
-        if not ray.is_initialized():
-            self._join(rc.address)
+        if not ray.is_initialized() and not self._join(rc.address) or stopping():
+            return
         here = ray.get_runtime_context().get_node_id()
         shared = None
         if self.cfg.model.provider == "openai":
@@ -207,28 +239,41 @@ class RayActors:
             self.cfg, self.env_url, self.secrets, shared, self._versions())
         self.actors = [self._new_actor() for _ in range(n)]
         self.busy = [0] * n
-        self._check_ready()
+        if not self._check_ready(stopping):
+            self.kill()
+            return
         self.slots = [threading.Thread(target=self._slot, daemon=True) for _ in range(self.cfg.runner.num_envs)]
         for t in self.slots:
             t.start()
         threading.Thread(target=self._heartbeat, daemon=True).start()
 
-    def _join(self, address: str | None) -> None:
-        """Connect to the cluster (or start a local one), or say clearly why not."""
+    def _join(self, address: str | None) -> bool:
+        """Connect to the cluster (or start a local one), or say clearly why not; False if a stop signal came."""
         where = f"runner.ray.address {address}" if address else "runner.backend: ray"
         if address and address.startswith("ray://"):
             raise InputError(f"{where}: Ray Client addresses are not supported; run cua rollout on a node of "
                              "the cluster (e.g. its head) with --ray auto")
-        host, _, port = (address or "").rpartition(":")
-        if host and port.isdigit():  # Ray would keep retrying an address nobody answers at
-            try:
-                socket.create_connection((host, int(port)), 5).close()
-            except OSError as e:
-                raise InputError(f"{where}: no Ray cluster answers there ({e})") from None
+        if address and address not in ("auto", "local"):
+            # Ray itself would keep retrying for minutes an address where no Ray cluster answers.
+            why = _not_a_gcs(address)
+            if why:
+                raise InputError(f"{where}: no Ray cluster answers there ({why})")
+        # ray.init puts in a SIGTERM handler of its own that exits at once: keep ours, and a
+        # SIGTERM that lands during the init is handed to ours instead.
+        ours = signal.getsignal(signal.SIGTERM)
         try:
             self.ray.init(address=address, include_dashboard=False, logging_level="ERROR")
+        except SystemExit as e:
+            if e.code != signal.SIGTERM:
+                raise
+            signal.signal(signal.SIGTERM, ours)
+            signal.raise_signal(signal.SIGTERM)
+            return False
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise InputError(f"{where}: cannot join the Ray cluster: {e}") from None
+        finally:
+            signal.signal(signal.SIGTERM, ours)
+        return True
 
     def _count_actors(self) -> int:
         """runner.ray.actors, or one per node that has the CPUs an actor asks for, and one per 256 slots."""
@@ -239,11 +284,18 @@ class RayActors:
                     if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= rc.num_cpus)
         return min(max(nodes, math.ceil(num_envs / SLOTS_PER_ACTOR)), num_envs)
 
-    def _check_ready(self) -> None:
-        """Every actor was placed, started, and reaches the env and model servers: or say which did not."""
+    def _check_ready(self, stopping) -> bool:
+        """Every actor was placed, started, and reaches the env and model servers: or say which did not.
+        False if a stop signal came first."""
         ray = self.ray
         refs = [a.ready.remote() for a in self.actors]
-        done, waiting = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        done, waiting = [], refs
+        while waiting and time.monotonic() < deadline:
+            if stopping():
+                return False
+            ready, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+            done += ready
         if waiting:
             self.kill()
             free = ray.available_resources().get("CPU", 0)
@@ -261,6 +313,7 @@ class RayActors:
                 raise InputError(f"runner.backend: ray: node {node} cannot reach {'; '.join(bad)}. Every Ray "
                                  "node must reach the env and model servers (a 127.0.0.1 address is each "
                                  "node's own)")
+        return True
 
     def _versions(self) -> dict | None:
         return self.versions.table() if self.versions else None
@@ -274,36 +327,85 @@ class RayActors:
     def running(self) -> bool:
         return any(t.is_alive() for t in self.slots)
 
-    def supervise(self) -> None:
-        """Pass a changed fleet file's versions on to the actors (dead actors are replaced by their slots)."""
+    def supervise(self) -> str | None:
+        """Pass a changed fleet file's versions on to the actors, and let placed replacements join;
+        news for the user, or None."""
         table = self._versions()
         if table is not None and table != self._pushed:
             self._pushed = table
-            for a in list(self.actors):
+            for a in self._started():
                 a.set_versions.remote(table)
+        return self._placed()
+
+    def _started(self) -> list:
+        with self.lock:
+            return [a for a in self.actors if a is not None]
+
+    def _placed(self) -> str | None:
+        """Replacements that started join the pool; one that failed to start is asked for again.
+        Work waits for no replacement: the run goes on with the actors left, and says so once."""
+        ray = self.ray
+        with self.lock:
+            placing = list(self.placing.items())
+        for i, (actor, ref, since) in placing:
+            if not ray.wait([ref], timeout=0)[0]:
+                continue
+            with self.lock:
+                del self.placing[i]
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError:
+                self._ask_for(i)
+                continue
+            if self._pushed is not None:
+                actor.set_versions.remote(self._pushed)
+            with self.changed:
+                self.actors[i] = actor
+                self.changed.notify_all()
+        with self.lock:
+            waited = [time.monotonic() - since for _, _, since in self.placing.values()]
+        if not waited:
+            return None
+        left = len(self._started())
+        if not left and max(waited) > START_TIMEOUT_S:
+            self.crashed = True
+            self.stop.set()
+            return (f"no runner actor is left and the Ray cluster found no place for a new one in "
+                    f"{START_TIMEOUT_S:.0f} s: stopping; --resume plays the pairs left once there is room")
+        if left and not self.said_short and max(waited) > REPLACE_NOTICE_S:
+            self.said_short = True
+            return (f"{len(self.placing)} runner actor(s) lost with their node and not yet replaced (the Ray "
+                    f"cluster has no room): going on with {left}")
+        return None
 
     def request_stop(self) -> None:
         self.stop.set()
-        for a in self.actors:
+        for a in self._started():
             a.request_stop.remote()
 
     def kill(self) -> None:
         """Stop at once: the claims go back to pending/, uncounted (we stopped them, not the agent)."""
         self.killed = True
         self.stop.set()
-        for a in self.actors:
+        for a in self._started() + [a for a, _, _ in self.placing.values()]:
             self.ray.kill(a)
-        deadline = time.monotonic() + 10  # the slots see their actors die at once
+        deadline = time.monotonic() + KILL_WAIT_S  # the slots see their actors die at once
         for t in self.slots:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         self.queue.reclaim(dead_pids={os.getpid()}, count_error=False)
 
-    def _pick(self) -> int:
-        """The least busy actor; an episode stays on it (and on its model server, see the Router)."""
-        with self.lock:
-            i = min(range(len(self.actors)), key=self.busy.__getitem__)
-            self.busy[i] += 1
-            return i
+    def _pick(self) -> int | None:
+        """The least busy started actor (an episode stays on it, and on its model server: see the
+        Router), once there is one; None if the run stops first."""
+        with self.changed:
+            while not self.stop.is_set():
+                started = [i for i, a in enumerate(self.actors) if a is not None]
+                if started:
+                    i = min(started, key=self.busy.__getitem__)
+                    self.busy[i] += 1
+                    return i
+                self.changed.wait(0.5)
+            return None
 
     def _slot(self) -> None:
         while not self.stop.is_set():
@@ -317,6 +419,9 @@ class RayActors:
             if checked_task(self.queue, item) is None:
                 continue
             i = self._pick()
+            if i is None:  # stopping while no actor was left to play the pair: back to pending/, uncounted
+                file_attempt(self.queue, item, error_line(item, "interrupted", "the run stopped"))
+                continue
             actor = self.actors[i]
             try:
                 rec = self._stream(actor, item)
@@ -358,13 +463,21 @@ class RayActors:
         return None
 
     def _replace(self, i: int, dead) -> None:
-        """A new actor for the one that died (once, however many of its slots saw it)."""
+        """Ask for a new actor in place of one that died (once, however many of its slots saw it)."""
         with self.lock:
-            if self.actors[i] is not dead or self.stop.is_set():
+            if self.actors[i] is not dead:
+                return
+            self.actors[i] = None
+        self._ask_for(i)
+
+    def _ask_for(self, i: int) -> None:
+        with self.lock:
+            if self.stop.is_set() or i in self.placing:
                 return
             if self.restarts >= MAX_RESTARTS_PER_ACTOR * len(self.actors):
                 self.crashed = True
                 self.stop.set()
                 return
             self.restarts += 1
-            self.actors[i] = self._new_actor()
+            actor = self._new_actor()
+            self.placing[i] = (actor, actor.ready.remote(), time.monotonic())
