@@ -19,6 +19,9 @@ _MAX_INDEX = 2 ** 53      # samples, attempts and steps beyond this are not coun
 _MAX_DURATION = 1e9       # seconds (30 years): more is noise, and sums of it overflow
 _MAX_NUMBER = sys.float_info.max  # NaN and the infinities fail a range test too
 _TEXT_OR_NULL = (str, type(None))
+# A model answer is stored cut to this many characters: twice the longest answer any agent parses
+# (64 KiB), so a cut answer still fails to parse, as the whole one did (a replay of it too).
+MAX_RESPONSE_CHARS = 128 * 1024
 
 
 def _show(v) -> str:
@@ -146,13 +149,20 @@ def step_line(step: int, time: float, observation) -> dict:
     return line
 
 
+def _response(text: str | None) -> dict:
+    """A model answer as a record stores it: cut at MAX_RESPONSE_CHARS, and then marked (see README)."""
+    if text is None or len(text) <= MAX_RESPONSE_CHARS:
+        return {"response": text}
+    return {"response": text[:MAX_RESPONSE_CHARS], "response_truncated": True, "response_chars": len(text)}
+
+
 def turn_fields(turn) -> dict:
-    """What an agent's turn (agents.Turn) adds to its step's line."""
+    """What an agent's turn (agents.Turn) adds to its step's line: each answer once, cut to its limit."""
     reply = turn.reply
     out = {"thought": turn.thought, "action": turn.actions, "commands": turn.sent,
            "parse_retries": max(turn.tries - 1, 0)}
     if reply is not None:
-        out.update(response=reply.text, endpoint=reply.endpoint, model_version=reply.model_version,
+        out.update(_response(reply.text), endpoint=reply.endpoint, model_version=reply.model_version,
                    **reply.token_fields())
         if reply.policy_version is not None:
             out["policy_version"] = reply.policy_version
@@ -161,5 +171,5 @@ def turn_fields(turn) -> dict:
     if turn.error is not None:
         out["error"] = turn.error
     if turn.failed_tries:
-        out["failed_tries"] = turn.failed_tries
+        out["failed_tries"] = [{**t, **_response(t["response"])} for t in turn.failed_tries]
     return out
