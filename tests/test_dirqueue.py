@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -247,3 +248,26 @@ def test_runner_processes_follow_the_slots_and_the_cores(monkeypatch):
     assert [default_processes(n) for n in (1, 64, 256, 257, 1024, 100_000)] == [1, 1, 1, 2, 2, 2]
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     assert [default_processes(n) for n in (64, 1024, 100_000)] == [1, 4, 16]
+
+
+@pytest.mark.parametrize("where", ["pending", "claimed"])
+def test_a_fifo_a_folder_or_a_link_in_the_queue_is_rejected_never_read(tmp_path, where):
+    """A FIFO would hold a claimer (and the queue lock) for ever; a link would read a file outside the run."""
+    q = make_queue(tmp_path, lease_ttl=0.0)
+    q.enqueue([{"task_id": "good", "domain": None}], samples=1)
+    folder = tmp_path / "queue" / where
+    os.mkfifo(folder / "fifo.json")
+    (folder / "dir.json").mkdir()
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"task_id": "from-outside", "sample": 0}))
+    (folder / "link.json").symlink_to(outside)
+    if where == "claimed":
+        q.reclaim()
+    claimed = []
+    while (item := q.claim()) is not None:
+        claimed.append(item["task_id"])
+        q.finish(item, record(item))
+    assert claimed == ["good"]
+    rejected = read_lines(tmp_path / "queue" / "rejected.jsonl")
+    assert sorted(r["file"] for r in rejected) == [f"{where}/{n}.json" for n in ("dir", "fifo", "link")]
+    assert outside.exists(), "a link is moved aside, never followed"

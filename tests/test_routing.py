@@ -1,6 +1,7 @@
 """Least-loaded routing shared by runner processes (real shared memory, real processes)."""
 
 import multiprocessing as mp
+import time
 
 from cua_cli.models.routing import Router
 
@@ -32,3 +33,26 @@ def test_idle_servers_take_turns_and_failed_ones_are_skipped():
     router.failed(0)
     assert [router.acquire() for _ in range(3)] == [1, 1, 1]
     assert router.acquire(exclude=1) == 0
+
+
+def _hold_lock_and_wait(router, held):
+    router.load.get_lock().acquire()
+    held.set()
+    time.sleep(3600)  # killed here, holding the lock, as a runner the OOM killer takes mid-update
+
+
+def test_a_runner_killed_holding_the_counts_lock_does_not_stop_the_others():
+    ctx = mp.get_context("spawn")
+    router = Router(2, ctx)
+    held = ctx.Event()
+    p = ctx.Process(target=_hold_lock_and_wait, args=(router, held))
+    p.start()
+    try:
+        assert held.wait(120)
+        p.kill()
+        p.join()
+        picks = [router.acquire() for _ in range(4)]  # would wait forever on the dead runner's lock
+        assert sorted(picks) == [0, 0, 1, 1] and router.orphaned
+    finally:
+        if p.is_alive():
+            p.kill()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from .confined import Refused, open_regular
 from .jsonl import append_line, read_from
 from .lock import QueueLock
 from .names import pair_key
@@ -45,7 +46,11 @@ def read_item(path) -> dict:
     to crash a claimer. The task's own fields are checked by the runner,
     which ends a bad task as `bad_task` under its pair.
     """
-    with open(path, "rb") as f:
+    try:
+        f = open_regular(str(path))  # a FIFO dropped in would hold the claimer, and the queue lock, for ever
+    except Refused as e:
+        raise ValueError(f"the queue file {e}") from None
+    with f:
         raw = f.read(MAX_ITEM_BYTES + 1)
     if len(raw) > MAX_ITEM_BYTES:
         raise ValueError(f"larger than {MAX_ITEM_BYTES} bytes")
