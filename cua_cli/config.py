@@ -28,6 +28,7 @@ from .envs import ENVS
 from .envs.agentgym_presets import PRESETS
 from .errors import InputError
 from .models import PROVIDERS
+from .redact import mask_userinfo
 from .rollout.backends import BACKENDS
 
 # PyYAML's pure-Python loader (the one whose parsing can be bounded) reads under
@@ -51,7 +52,12 @@ _SHOW.maxstring = _SHOW.maxother = 80
 
 
 def show(value) -> str:
-    """repr() clipped to a few dozen characters: a value can be megabytes long."""
+    """repr() clipped to a few dozen characters: a value can be megabytes long. A URL's password
+    is masked first, so that no clip leaves part of it in an error message."""
+    if isinstance(value, str):
+        value = mask_userinfo(value)
+    elif isinstance(value, list):
+        value = [mask_userinfo(v) if isinstance(v, str) else v for v in value]
     return _SHOW.repr(value)
 
 

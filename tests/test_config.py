@@ -290,3 +290,16 @@ def test_a_key_given_twice_is_refused_but_merges_may_be_overridden(write):
         load_config(str(merged))
     ok = write("ok.yaml", "runner: &r {num_envs: 2, max_steps: 5}\nagent: {parse_retries: 1}\n")
     assert load_config(str(ok)).runner.num_envs == 2
+
+
+@pytest.mark.parametrize("key, value", [
+    ("env.url", '"http://user:pa/ss#w?rd@h:notaport/x"'),
+    ("model.endpoints", '["http://u:s3cret-pw@h:99999999/v1"]'),
+])
+def test_a_malformed_url_in_an_error_message_keeps_its_password_masked(write, key, value):
+    path = write("c.yaml", "tasks: {kind: miniwob, miniwob: {names: [click-test], seeds: [0]}}\n"
+                           "model: {provider: openai, endpoints: ['http://127.0.0.1:8000/v1']}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path), (f"{key}={value}",))
+    assert key in str(e.value) and "***@h" in str(e.value)
+    assert "pa/ss" not in str(e.value) and "s3cret" not in str(e.value)
