@@ -63,9 +63,13 @@ def _write(path: Path, text: str) -> None:
     written through. Lone surrogates of task ids are written as \\udXXX."""
     tmp = path.with_name(f".{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(text.encode("utf-8", "backslashreplace"))
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8", "backslashreplace"))
+        os.replace(tmp, path)
+    finally:  # a full disk or a stop signal leaves no half-written file behind
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 class ReportError(InputError):
@@ -202,6 +206,9 @@ class Report:
         except OSError as e:
             warn(f"{where}: cannot copy the screenshot: {e}")
             return None
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
         return dst
 
     def _steps(self, pair, rec: dict) -> str:
