@@ -45,10 +45,10 @@ def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_de
             if not retry or attempt == retries:
                 raise error(f"{what}: {describe(e)}") from e
         # Jitter keeps many runners from retrying in lockstep.
-        _wait(base_delay * 2 ** attempt * (0.5 + random.random()), should_stop, deadline)
+        pause(base_delay * 2 ** attempt * (0.5 + random.random()), should_stop, deadline)
 
 
-def _wait(delay: float, should_stop, deadline: float) -> None:
+def pause(delay: float, should_stop, deadline: float = math.inf) -> None:
     """Sleep `delay` s, or until the deadline (the next try then finds the episode over), or until told to stop."""
     end = min(time.monotonic() + delay, deadline)
     while (left := end - time.monotonic()) > 0:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from ..actions import to_command
 from ..budget import Budget
-from ..errors import ActionRefused, EnvError, EvalError, InfraError, Stopped, TaskRefused
+from ..errors import ActionRefused, EnvError, EvalError, InfraError, TaskRefused
 from ..httpclient import BadStatus, Client, Response
 from ..png import SIGNATURE, png_size
-from ..retry import describe, with_retries
+from ..retry import describe, pause, with_retries
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 
@@ -72,9 +72,7 @@ class ClusterEnv:
                     raise TaskRefused(f"allocate env: {describe(e.__cause__)}") from None
                 if status != 503 or time.monotonic() > deadline:
                     raise
-            if budget.should_stop():
-                raise Stopped()
-            time.sleep(delay)
+            pause(delay, budget.should_stop, budget.deadline)
             delay = min(delay * 1.5, 5.0)
 
 
