@@ -25,10 +25,10 @@ def record(item, outcome="success"):
             "outcome": outcome, "pid": os.getpid()}
 
 
-def _drain(root, go):
+def _drain(root, start):
     import pathlib
     q = make_queue(pathlib.Path(root))
-    go.wait()  # all claimers start together, so they really race
+    start.wait(120)  # all claimers start together, however slowly each was spawned, so they really race
     while True:
         item = q.claim()
         if item is None:
@@ -42,12 +42,10 @@ def test_claim_race_each_item_processed_once(tmp_path):
     tasks = [{"task_id": f"t{i}", "domain": "d"} for i in range(100)]
     assert q.enqueue(tasks, samples=2) == 200
     ctx = mp.get_context("spawn")
-    go = ctx.Event()
-    procs = [ctx.Process(target=_drain, args=(str(tmp_path), go)) for _ in range(6)]
+    start = ctx.Barrier(6)
+    procs = [ctx.Process(target=_drain, args=(str(tmp_path), start)) for _ in range(6)]
     for p in procs:
         p.start()
-    time.sleep(1.0)
-    go.set()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
@@ -107,13 +105,13 @@ def _hanging_claimer(tmp_path):
 
 
 def test_stale_lease_is_reclaimed_after_ttl(tmp_path):
-    q = make_queue(tmp_path, lease_ttl=1.5)
+    q = make_queue(tmp_path, lease_ttl=10.0)  # longer than a loaded machine takes from the claim to the check
     q.enqueue([{"task_id": "x", "domain": None}], samples=1)
     p = _hanging_claimer(tmp_path)
     try:
         os.kill(p.pid, signal.SIGSTOP)  # alive but hung: its heartbeat stops
         assert q.reclaim() == 0, "a fresh lease of a live process must be kept"
-        time.sleep(2.0)
+        time.sleep(10.5)  # the lease's own time: nothing else would tell
         assert q.reclaim() == 1
         item = q.claim()
         assert item["task_id"] == "x" and item["attempt"] == 1
