@@ -128,7 +128,7 @@ def _refused(path, overrides=()):
     start = time.monotonic()
     with pytest.raises(ConfigError) as e:
         load_config(str(path), overrides)
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 10  # refused at once, not after a blow-up (generous: a loaded machine)
     assert str(path) in str(e.value)
     return str(e.value)
 

@@ -25,7 +25,7 @@ def _refused(cfg, *expected):
     start = time.monotonic()
     with pytest.raises(ConfigError) as e:
         load_tasks(cfg)
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 10  # refused at once, not after a blow-up (generous: a loaded machine)
     for text in expected:
         assert text in str(e.value)
     return str(e.value)

@@ -28,7 +28,7 @@ def parse_or_fail(text, width=1920, height=1080, mode="qwen25vl"):
         parsed = parse_response(text, width, height, mode)
     except ParseError:
         parsed = None
-    assert time.perf_counter() - t0 < 0.5, "parse took too long"
+    assert time.perf_counter() - t0 < 5, "parse took too long"  # a runaway regex, not a loaded machine
     return parsed
 
 
