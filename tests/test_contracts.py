@@ -334,7 +334,7 @@ def test_every_provider_has_a_contract_case():
     assert set(MODEL_CASES) == set(PROVIDERS)
 
 
-@pytest.fixture(params=sorted(MODEL_CASES))
+@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n == "openai" else n for n in sorted(MODEL_CASES)])
 def model_case(request, tmp_path):
     return MODEL_CASES[request.param](request, tmp_path)
 

@@ -38,6 +38,7 @@ def _expected(run) -> list[dict]:
     return [r for r in final.values() if r["outcome"] != "error" and (r["score"] > 0 or r["steps"] >= 4)]
 
 
+@pytest.mark.slow
 def test_rollout_fills_dart_folders_and_rows_and_survives_a_database_outage(write, tmp_path):
     with MariaDB(tmp_path) as db:
         env = {"CUA_TEST_MYSQL": db.url}

@@ -22,6 +22,8 @@ from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.rollout.localenv import LocalEnvServer
 from faultproxy import FaultProxy, chaos
 
+pytestmark = pytest.mark.slow  # real vLLM fleets
+
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):

@@ -21,6 +21,8 @@ from cua_cli.models import Image, Params, make_model
 from cua_cli.models.openai_chat import _body
 from faultproxy import FaultProxy
 
+pytestmark = pytest.mark.slow  # a real vLLM server
+
 
 def _png(seed: int) -> bytes:
     out = io.BytesIO()

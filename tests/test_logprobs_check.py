@@ -19,6 +19,8 @@ from PIL import Image
 
 from conftest import ROOT, build_tiny_vlm, run_cua
 
+pytestmark = pytest.mark.slow  # torch and transformers on a real recorded run
+
 TOKEN_FIELDS = ("prompt_token_ids", "response_token_ids", "response_logprobs")
 
 

@@ -16,6 +16,8 @@ import pytest
 from conftest import CUA, run_cua, start_env_server, stop_env_server, wait_for
 from cua_cli.runfolder.jsonl import read_lines
 
+pytestmark = pytest.mark.slow  # a real 3-node Ray cluster
+
 
 @pytest.fixture(scope="module")
 def env_url():
@@ -225,3 +227,24 @@ def test_an_address_where_no_ray_cluster_answers_fails_at_once_with_one_line(tmp
     finally:
         http.shutdown()
         http.server_close()
+
+
+def test_sigterm_while_ray_starts_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, ray_cluster, env_url):
+    """Whenever it lands (joining the cluster, placing actors, the first episodes): exit 143, nothing held."""
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=4, steps=2)
+    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "results-ray").exists(), what="the run folder")
+        os.killpg(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 143 and "Traceback" not in err, err
+    run = _run(tmp_path)
+    assert os.listdir(run / "queue" / "claimed") == []
+    r = run_cua("rollout", str(cfg), "--resume", str(run), timeout=600)
+    assert r.returncode == 0, r.stderr
+    final = {(e["task_id"], e["sample"]): e for e in read_lines(run / "episodes.jsonl")}
+    assert len(final) == 4 and all(e["outcome"] in ("success", "failure") for e in final.values())

@@ -11,6 +11,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the whole RL loop: vLLM, MariaDB, torch
+
 TIMEOUT_S = 480
 
 

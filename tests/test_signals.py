@@ -175,6 +175,7 @@ def test_episodes_that_do_not_end_after_one_signal_are_stopped_after_a_grace(tmp
         stop_env_server(server)
 
 
+@pytest.mark.slow
 def test_start_models_stopped_while_its_server_starts_leaves_no_process(tmp_path):
     """SIGTERM, and SIGHUP (a closed terminal, no reload asked for), stop a foreground fleet and its real
     vLLM server's whole process group, even before the server is ready."""

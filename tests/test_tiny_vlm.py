@@ -7,6 +7,8 @@ from PIL import Image
 
 from conftest import build_tiny_vlm
 
+pytestmark = pytest.mark.slow  # torch and transformers
+
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
