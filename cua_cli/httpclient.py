@@ -192,7 +192,7 @@ class _Connection:
             if self.scheme == "https":
                 sock.settimeout(_left(deadline))  # the whole handshake: ssl keeps one deadline for it
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
-        except OSError as e:
+        except (OSError, UnicodeError) as e:  # UnicodeError: a host name IDNA refuses (an empty or long label)
             if sock is not None:
                 sock.close()
             raise Unreachable(f"connection failed ({type(e).__name__})") from None

@@ -214,3 +214,9 @@ def test_after_a_timed_out_request_the_next_one_gets_its_own_deadline_and_connec
         assert http.post(f"{server.url}/a", 5).content == b"1"
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("host", ["a" * 64 + ".example", "a..b", ".", "xn--"])
+def test_a_host_name_no_resolver_takes_is_unreachable_not_a_crash(host):
+    with pytest.raises(Unreachable):
+        Client().get(f"http://{host}:80/x", 5)
