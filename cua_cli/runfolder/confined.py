@@ -113,7 +113,6 @@ def read_in(folder: str, rel, limit: int | None = None) -> bytes:
         return f.read() if limit is None else f.read(limit + 1)
 
 
-
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISLNK, "a link")):
