@@ -27,7 +27,7 @@ class StopFlags:
             self.first = signum
 
     def install(self) -> None:
-        """(Re)install the handlers: a library may have put its own in place (Ray does, for SIGTERM)."""
+        """Put the handlers in place; __exit__ puts back those they replaced."""
         for sig in self.signals:
             old = signal.signal(sig, self._handler)
             self._old.setdefault(sig, old)

@@ -3,8 +3,8 @@
 Processes spread the CPU work (HTTP, JSON, files) over the cores once there
 are many episode slots; each runs one Runner with its share of the slots.
 The main process supervises: it restarts a runner that died (its claims go
-back to the queue). Signal handlers only set flags; runners ignore the stop signals
-and stop when told, or when the rollout is gone.
+back to the queue). Signal handlers only set flags; runners ignore the stop
+signals and stop when told, or when the rollout is gone.
 """
 
 import math
