@@ -25,34 +25,35 @@ class Router:
 
     @contextmanager
     def _counts(self):
+        """The three count arrays, unlocked views (each item access of a synchronized array would
+        take the lock again), under the lock while it can be had."""
         lock = self.load.get_lock()
         got = not self.orphaned and lock.acquire(timeout=LOCK_WAIT_S)
         self.orphaned = not got
         try:
-            yield
+            yield self.load.get_obj(), self.total.get_obj(), self.bad_until.get_obj()
         finally:
             if got:
                 lock.release()
 
     def acquire(self, exclude: int | None = None) -> int:
         """The least-loaded healthy endpoint (or the least-bad one if all failed)."""
-        with self._counts():
+        with self._counts() as (load, total, bad_until):
             now = time.time()
-            i = min(range(len(self.load)),
-                    key=lambda i: (i == exclude, self.bad_until[i] > now, self.load[i], self.total[i], i))
-            self.load[i] += 1
-            self.total[i] += 1
+            i = min(range(len(load)), key=lambda i: (i == exclude, bad_until[i] > now, load[i], total[i], i))
+            load[i] += 1
+            total[i] += 1
             return i
 
     def take(self, i: int) -> None:
-        with self._counts():
-            self.load[i] += 1
-            self.total[i] += 1
+        with self._counts() as (load, total, _):
+            load[i] += 1
+            total[i] += 1
 
     def release(self, i: int) -> None:
-        with self._counts():
-            self.load[i] = max(self.load[i] - 1, 0)
+        with self._counts() as (load, _, _):
+            load[i] = max(load[i] - 1, 0)
 
     def failed(self, i: int) -> None:
-        with self._counts():
-            self.bad_until[i] = time.time() + COOL_DOWN_S
+        with self._counts() as (_, _, bad_until):
+            bad_until[i] = time.time() + COOL_DOWN_S
