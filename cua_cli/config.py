@@ -133,6 +133,11 @@ def _name(v: str) -> Optional[str]:
     return _nonempty(v) or (f"longer than {MAX_NAME} characters" if len(v) > MAX_NAME else None)
 
 
+def _run_name(v: str) -> Optional[str]:
+    """Any characters (the folder name encodes them) but NUL, which run.json's readers in C would cut at."""
+    return _name(v) or ("must not hold a NUL character" if "\0" in v else None)
+
+
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
 
 
@@ -208,7 +213,7 @@ _RETRIES = _Between(0, MAX_RETRIES)
 
 @dataclass
 class RunConfig:
-    name: str = _checked("run", _name, any_char=True)  # run folder = <results_dir>/<encoded name>-<timestamp>
+    name: str = _checked("run", _run_name, any_char=True)  # run folder = <results_dir>/<encoded name>-<timestamp>
     results_dir: str = _checked("results", _nonempty)
 
 

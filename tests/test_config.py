@@ -303,3 +303,11 @@ def test_a_malformed_url_in_an_error_message_keeps_its_password_masked(write, ke
         load_config(str(path), (f"{key}={value}",))
     assert key in str(e.value) and "***@h" in str(e.value)
     assert "pa/ss" not in str(e.value) and "s3cret" not in str(e.value)
+
+
+def test_a_run_name_may_hold_any_character_but_nul(write):
+    path = write("c.yaml", "tasks: {kind: miniwob, miniwob: {names: [click-test], seeds: [0]}}\n")
+    assert load_config(str(path), ('run.name="a/../b \\ud800 é"',)).run.name == "a/../b \ud800 é"
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path), ('run.name="a\\0b"',))
+    assert "run.name" in str(e.value) and "NUL" in str(e.value)
