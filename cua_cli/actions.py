@@ -3,7 +3,7 @@
 Agents turn model text into `Action`s; only `to_command` produces code, and it
 builds that code from validated fields (strings via `repr`), so nothing the
 model wrote is ever pasted into a command verbatim. An `Action` only constructs
-when its command stays inside the subset and limits of `code_subset`, which the
+when its command stays inside the subset and limits of `pyautogui_vocab`, which the
 env server enforces: a key it does not know, text it cannot type or coordinates
 no screen has are the agent's mistake (ValueError here), never an env error.
 """
@@ -12,8 +12,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields
 
-from .code_subset import (MAX_CALLS, MAX_CODE_CHARS, MAX_COORD, MAX_KEY_PRESSES, MAX_STATEMENTS,
-                          MAX_TEXT_CHARS, MAX_TOTAL_SLEEP, canonical_key, untypeable)
+from .pyautogui_vocab import (
+    MAX_CALLS,
+    MAX_CODE_CHARS,
+    MAX_COORD,
+    MAX_KEY_PRESSES,
+    MAX_STATEMENTS,
+    MAX_TEXT_CHARS,
+    MAX_TOTAL_SLEEP,
+    canonical_key,
+    untypeable,
+)
 
 POINT_TYPES = frozenset({"click", "left_double", "right_single", "hover"})
 TYPES = POINT_TYPES | {"drag", "hotkey", "type", "scroll", "wait", "finished", "call_user"}
@@ -30,7 +39,7 @@ _KEY_TOKEN = re.compile(r"\+|[^\s+]+")
 
 
 def normalize_key(key: str) -> str:
-    """The canonical (code_subset) name of one key; ValueError if the subset has no such key."""
+    """The canonical (pyautogui_vocab) name of one key; ValueError if the subset has no such key."""
     name = canonical_key(key)
     if name is None:
         raise ValueError(f"unknown key {key!r:.40}")
@@ -72,7 +81,7 @@ class Action:
     x2: float | None = None  # drag end
     y2: float | None = None
     text: str | None = None  # type / finished content
-    keys: tuple[str, ...] | None = None  # hotkey, canonical names (code_subset)
+    keys: tuple[str, ...] | None = None  # hotkey, canonical names (pyautogui_vocab)
     direction: str | None = None  # scroll
 
     def __post_init__(self):

@@ -14,10 +14,12 @@ from pathlib import Path
 import click
 from tabulate import tabulate
 
+from ._util.diag import QUIET, VERBOSE, set_level, warn
+from ._util.redact import read_secrets
+from ._util.signals import ignore_stop_signals, raise_on_stop_signals
+from ._util.text import percent
 from .config import load_config
 from .errors import CuaError, InputError
-from .redact import read_secrets
-from .signals import ignore_stop_signals, raise_on_stop_signals
 
 
 class _Failed(click.ClickException):
@@ -42,7 +44,9 @@ class _Cli(click.Group):
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cua")
-def main():
+@click.option("-v", "--verbose", is_flag=True, help="Say more on stderr: every retry of a request.")
+@click.option("-q", "--quiet", is_flag=True, help="Say less on stderr: no warnings or notes, only errors.")
+def main(verbose, quiet):
     """Run computer-use (GUI) agents at scale.
 
     \b
@@ -53,6 +57,8 @@ def main():
       cua compare results/base-20261120-0900 results/new-20261121-0900
       cua view results/new-20261121-0900
     """
+    if verbose or quiet:
+        set_level(VERBOSE if verbose else QUIET)
 
 
 @main.command()
@@ -78,8 +84,8 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
       cua rollout configs/exp.yaml --fleet fleet/fleet.json
       cua rollout configs/exp.yaml --ray auto      (on a node of a running Ray cluster)
     """
+    from ._util.signals import StopFlags
     from .rollout.driver import rollout as run_rollout
-    from .signals import StopFlags
 
     # Counted from the very start, and never put back: a signal during set-up must not kill the command
     # half-way, nor one after the run cut short the clean-up at exit (Ray's shutdown crashes if it is).
@@ -98,8 +104,8 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
             ["scheduled", s["scheduled"]], ["finished", s["finished"]], ["missing", s["missing"]],
             ["errors", s["errors"]],
             ["success rate (of scheduled)",
-             _pct(s["success_rate"]) + (f"  95% CI [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")],
-            ["success rate (of finished, no errors)", _pct(s["success_rate_finished"])],
+             percent(s["success_rate"], "%") + (f"  95% CI [{percent(ci[0], '%')}, {percent(ci[1], '%')}]" if ci else "")],
+            ["success rate (of finished, no errors)", percent(s["success_rate_finished"], "%")],
             ["mean steps", f"{s['mean_steps']:.1f}" if s["mean_steps"] is not None else "-"],
             ["errors by stop reason",
              ", ".join(f"{k}={v}" for k, v in sorted(s["errors_by_stop_reason"].items())) or "-"],
@@ -111,10 +117,6 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
     if out.interrupted:
         click.echo(f"interrupted: continue with  cua rollout {config} --resume {out.run.path}")
         sys.exit(out.exit_status)
-
-
-def _pct(x):
-    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 @main.command("env-server")
@@ -161,7 +163,7 @@ def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pi
     if parent_pid:
         import os
 
-        from .orphans import watch_parent
+        from ._util.parent_watch import watch_parent
 
         # SIGTERM takes the server's own orderly path: stop serving, quit every browser.
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
@@ -295,7 +297,7 @@ def _read_runs(paths, tasks_file):
     runs = []
     for p in expanded:
         if len(expanded) > 1 and Path(p).is_file():
-            click.echo(f"warning: {p}: not a folder, skipped", err=True)
+            warn(f"{p}: not a folder, skipped")
             continue
         runs.append(read_run(p, tasks_file))
     if not runs:

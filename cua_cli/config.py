@@ -23,13 +23,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from .agents import AGENTS
-from .envs import ENVS
-from .envs.agentgym_presets import PRESETS
-from .errors import InputError
-from .models import PROVIDERS
-from .redact import mask_userinfo
-from .rollout.backends import BACKENDS
+from ._util.redact import mask_userinfo
+from .errors import ConfigError
+from .kinds import AGENTGYM_ENVS, AGENTS, BACKENDS, ENVS, PROVIDERS
 
 # PyYAML's pure-Python loader (the one whose parsing can be bounded) reads under
 # 1 MB/s: these keep the worst input near 0.4 s, still far above any real config.
@@ -41,10 +37,6 @@ MAX_NAME = 256              # characters in names: run.name, model.name, ...
 MAX_INT = 2 ** 63 - 1       # no key needs more; bigger YAML integers are refused while reading
 DAY_S = 86_400              # upper bound of every duration and timeout
 MAX_RETRIES = 10            # backoff doubles per retry: the 10th already waits ~8 minutes
-
-
-class ConfigError(InputError):
-    """Bad config: the message names the file and the key."""
 
 
 _SHOW = reprlib.Repr()
@@ -239,7 +231,7 @@ class AgentgymTasks:
 
 @dataclass
 class AdaptiveTasks:
-    """DART's adaptive rollouts (cua_cli/adaptive.py): with --watch, after each round every task gets the
+    """DART's adaptive rollouts (cua_cli/dart/adaptive.py): with --watch, after each round every task gets the
     samples the rule gives for its recent scores. The defaults are DART's."""
     rounds: int = _checked(0, _Between(0, 1_000_000))     # 0: off
     rollout_n: int = _checked(8, _Between(0, 10_000, above=True))   # samples below the threshold, and at first
@@ -271,7 +263,7 @@ class LocalEnvServer:
 
 @dataclass
 class AgentgymEnv:
-    env: str = _checked("webarena", _one_of(PRESETS))   # which AgentGym env server env.url points at
+    env: str = _checked("webarena", _one_of(AGENTGYM_ENVS))   # which AgentGym env server env.url points at
 
 
 @dataclass

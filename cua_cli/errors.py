@@ -2,6 +2,13 @@
 
     CuaError                  expected and explained: the CLI prints the message, exit 1
       InputError              config, task files, arguments, run folders given: exit 2
+        ConfigError           a config file or key
+        GpuSpecError          a --gpus or --tp value
+        LayoutError           a results folder no reader knows
+        ReportError           a run `cua view` cannot show, or a report folder it cannot use
+      FleetError              the fleet could not be started, reloaded or stopped
+      FleetFileError          a fleet file that is missing or not one
+      SinkUnavailable         a sink that cannot take trajectories now (a database down)
       EpisodeEnd              ends an episode with its own stop reason, outcome "error"
         InfraError            a remote service failed: retried by the queue
           EnvError              env_error
@@ -30,6 +37,34 @@ class InputError(CuaError):
     """Bad input from the user: a config, task file, argument or folder (exit 2, like usage errors)."""
 
     exit_code = 2
+
+
+class ConfigError(InputError):
+    """Bad config: the message names the file and the key."""
+
+
+class GpuSpecError(InputError):
+    """A --gpus or --tp value that names no GPU groups."""
+
+
+class LayoutError(InputError):
+    """A results folder that is none of the layouts `cua stats` reads."""
+
+
+class ReportError(InputError):
+    """A run that cannot be reported on, or a report folder that cannot be used: bad input."""
+
+
+class FleetError(CuaError):
+    """The fleet could not be started, reloaded or stopped as asked."""
+
+
+class FleetFileError(CuaError):
+    """A fleet file that is missing or not one."""
+
+
+class SinkUnavailable(CuaError):
+    """The sink cannot take trajectories now (a database down): try again later."""
 
 
 class EpisodeEnd(CuaError):

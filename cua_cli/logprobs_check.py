@@ -26,9 +26,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ._util.diag import warn_problems
 from .errors import CuaError, InputError
 from .runfolder.confined import Refused, open_in, run_root
-from .runfolder.jsonl import warn_problems
 from .runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
 
 MAX_ROWS = 20

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .config import MAX_NAME, Config, ConfigError, data_problem, read_text, show, text_problem
-from .errors import BadTask
-from .ranges import parse_ranges
+from ._util.ranges import parse_ranges
+from .config import MAX_NAME, Config, data_problem, read_text, show, text_problem
+from .errors import BadTask, ConfigError
 
 MAX_TASK_FILE_BYTES = 32 << 20   # a task list or JSONL file: 100k MiniWoB-sized tasks take ~15 MB
 MAX_EXAMPLE_BYTES = 1 << 20      # one OSWorld example file

@@ -30,10 +30,14 @@ from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from cua_cli.budget import Budget  # noqa: E402
+from cua_cli._util.budget import Budget  # noqa: E402
 from cua_cli.config import load_config  # noqa: E402
-from cua_cli.models import Image, Params, make_model  # noqa: E402
-from cua_cli.models import openai_chat  # noqa: E402
+from cua_cli.models import (  # noqa: E402
+    Image,
+    Params,
+    make_model,
+    openai_chat,  # noqa: E402
+)
 
 
 def screenshot(episode: int, step: int, size: tuple[int, int]) -> bytes:

@@ -28,8 +28,8 @@ from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from cua_cli._util.httpclient import Client  # noqa: E402
 from cua_cli.envserver.server import make_server  # noqa: E402
-from cua_cli.httpclient import Client  # noqa: E402
 
 CASES = {  # name: (signals, pause between them in s, does the env hold actions)
     "SIGTERM": ([signal.SIGTERM], 0, False),

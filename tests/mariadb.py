@@ -1,7 +1,7 @@
 """A real MariaDB server for tests: its own data directory, loopback only, a root password.
 
     with MariaDB(tmp_path) as db:
-        sink = MySQLSink(db.url)     # mysql://root:<password>@127.0.0.1:<port>/cua_test
+        sink = DartDatabase(db.url)     # mysql://root:<password>@127.0.0.1:<port>/cua_test
         db.stop()                    # the database goes down mid-run...
         db.start()                   # ...and comes back on the same port with the same data
 

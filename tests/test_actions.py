@@ -4,8 +4,8 @@ import json
 import pytest
 
 from cua_cli.actions import TERMINAL, Action, Cost, to_command
-from cua_cli.code_subset import MAX_COORD, MAX_KEY_PRESSES, MAX_TEXT_CHARS
 from cua_cli.envserver.pyautogui_subset import parse_code
+from cua_cli.pyautogui_vocab import MAX_COORD, MAX_KEY_PRESSES, MAX_TEXT_CHARS
 
 ALLOWED = {"click", "doubleClick", "rightClick", "moveTo", "dragTo", "write", "hotkey", "press", "scroll", "hscroll"}
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cua_cli.adaptive import DART, Rule, history, next_round, samples_for, success_rate
+from cua_cli.dart.adaptive import DART, Rule, history, next_round, samples_for, success_rate
 
 
 def test_darts_defaults():

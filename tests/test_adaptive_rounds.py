@@ -6,6 +6,7 @@ import subprocess
 import time
 
 from conftest import CUA, wait_for
+
 from cua_cli.runfolder.jsonl import read_lines
 
 

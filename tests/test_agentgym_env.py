@@ -4,10 +4,10 @@ stands for each real server, which cannot run here), and a whole rollout through
 import json
 
 import pytest
-
 from agentgym_standins import SUCCESS_REWARD, AgentGymStandIn, partial_action, task_marker, winning_action
 from conftest import run_cua
-from cua_cli.budget import Budget
+
+from cua_cli._util.budget import Budget
 from cua_cli.envs.agentgym import AgentGymEnv
 from cua_cli.errors import EnvError, TaskRefused
 from cua_cli.runfolder.jsonl import read_lines

@@ -6,9 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cua_cli.agents.agentgym_prompts import (ACTION_PATTERNS, ENVS, EXAMPLES, INSTRUCTIONS, TOOL_ENVS, TOOLS,
-                                             WEBARENA_ACTION_PATTERN, WEBARENA_INSTRUCTIONS)
+from cua_cli.agents.agentgym_prompts import (
+    ACTION_PATTERNS,
+    EXAMPLES,
+    INSTRUCTIONS,
+    TOOL_ENVS,
+    TOOLS,
+    WEBARENA_ACTION_PATTERN,
+    WEBARENA_INSTRUCTIONS,
+)
 from cua_cli.envs.agentgym_presets import PRESETS, wire_action
+from cua_cli.kinds import AGENTGYM_ENVS as ENVS
 
 REACT_ENVS = [e for e in ENVS if e != "webarena"]
 
@@ -19,6 +27,7 @@ def pattern(env):
 
 def test_env_tables_cover_exactly_the_envs():
     assert len(ENVS) == 15 and len(set(ENVS)) == 15
+    assert list(PRESETS) == list(ENVS)  # every AgentGym env the config accepts has a preset
     assert set(INSTRUCTIONS) == set(REACT_ENVS)
     assert set(ACTION_PATTERNS) == set(REACT_ENVS)
     assert set(EXAMPLES) == set(ENVS)

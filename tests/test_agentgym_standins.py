@@ -4,9 +4,15 @@ import time
 
 import pytest
 import requests
-
-from agentgym_standins import (ENVS, SUCCESS_REWARD, TOOL_ENVS, AgentGymStandIn, partial_action, task_marker,
-                               winning_action)
+from agentgym_standins import (
+    ENVS,
+    SUCCESS_REWARD,
+    TOOL_ENVS,
+    AgentGymStandIn,
+    partial_action,
+    task_marker,
+    winning_action,
+)
 
 T = 5  # request timeout, seconds
 

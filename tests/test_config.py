@@ -7,9 +7,10 @@ import typing
 
 import pytest
 import yaml
-
 from conftest import ROOT, run_cua
-from cua_cli.config import Config, ConfigError, FleetConfig, load_config, load_fleet_config, vllm_flags
+
+from cua_cli.config import Config, FleetConfig, load_config, load_fleet_config, vllm_flags
+from cua_cli.errors import ConfigError
 from cua_cli.tasks import load_tasks
 
 GOOD = """

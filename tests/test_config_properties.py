@@ -10,7 +10,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.config import Config, ConfigError, FleetConfig, load_config, load_fleet_config, vllm_flags
+from cua_cli.config import Config, FleetConfig, load_config, load_fleet_config, vllm_flags
+from cua_cli.errors import ConfigError
 
 GOOD = "tasks:\n  kind: miniwob\n  miniwob: {names: [click-test], seeds: [0, 1]}\nrunner: {num_envs: 2}\n"
 

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import CUA, ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from conftest import CUA, ROOT
 from cua_cli.runfolder.confined import Refused, confine
 
 TIMEOUT = 120  # s: the commands take about one; a hang shows as a timeout

@@ -15,21 +15,21 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from PIL import Image as PILImage
-
-from cua_cli.actions import Action
-from cua_cli.agents import AGENTS, Turn, make_agent
-from cua_cli.agents.uitars import parse_response
-from cua_cli.budget import Budget
-from cua_cli.config import Config, load_config
-from cua_cli.envs import ENVS, Evaluation, Observation, StepResult, make_env
-from cua_cli.errors import BadTask, EnvError, EpisodeTimeout, ModelError, Stopped
-from cua_cli.models import PROVIDERS, AnswerFormat, Image, Params, Reply, make_model
-from cua_cli.rollout.localenv import LocalEnvServer
-from cua_cli.tasks import Task
-
 from agentgym_standins import AgentGymStandIn
 from conftest import run_cua, start_tiny_fleet
+from PIL import Image as PILImage
+
+from cua_cli._util.budget import Budget
+from cua_cli.actions import Action
+from cua_cli.agents import Turn, make_agent
+from cua_cli.agents.uitars import parse_response
+from cua_cli.config import Config, load_config
+from cua_cli.envs import Evaluation, Observation, StepResult, make_env
+from cua_cli.errors import BadTask, EnvError, EpisodeTimeout, ModelError, Stopped
+from cua_cli.kinds import AGENTS, ENVS, PROVIDERS
+from cua_cli.models import AnswerFormat, Image, Params, Reply, make_model
+from cua_cli.rollout.envserver_process import LocalEnvServer
+from cua_cli.tasks import Task
 
 
 def _config(tmp_path, text: str):

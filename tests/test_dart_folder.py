@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import run_cua
 from PIL import Image as PILImage
 
-from conftest import run_cua
 from cua_cli.agents.uitars import UITarsAgent
+from cua_cli.dart.folders import TMP_DIR, DartFolderSink, folder_part
 from cua_cli.errors import CuaError
 from cua_cli.models import Image, by_file
 from cua_cli.runfolder.names import encode_task_id
-from cua_cli.sinks.dart_folder import TMP_DIR, DartFolderSink, folder_part
 
 torch = pytest.importorskip("torch")  # the optional [dart] extra
 EOS = 151645  # <|im_end|>: vLLM's sampled tokens end with it
@@ -23,7 +23,7 @@ EOS = 151645  # <|im_end|>: vLLM's sampled tokens end with it
 
 @dataclass(frozen=True)
 class Finished:
-    """Built the way cua_cli.sinks.Finished is (same fields, same steps())."""
+    """Built the way cua_cli.rollout.sinks.Finished is (same fields, same steps())."""
     run_id: str
     run_dir: Path
     record: dict

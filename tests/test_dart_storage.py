@@ -5,10 +5,10 @@ and `--resume` catches up without a duplicate row."""
 import json
 
 import pytest
-
 from conftest import run_cua
-from cua_cli.runfolder.jsonl import read_lines
 from mariadb import MariaDB
+
+from cua_cli.runfolder.jsonl import read_lines
 
 pytest.importorskip("torch")
 

@@ -10,20 +10,20 @@ import threading
 import time
 
 import pytest
+from slowservers import DripServer
 
+from cua_cli._util.budget import Budget
+from cua_cli._util.httpclient import HttpError, Unreachable
+from cua_cli._util.retry import with_retries
 from cua_cli.actions import Action
-from cua_cli.budget import Budget
 from cua_cli.config import load_config
 from cua_cli.envs.agentgym import AgentGymEnv
-from cua_cli.envs.cluster import ClusterEnv, ClusterSession, EnvSettings
+from cua_cli.envs.env_cluster import ClusterEnv, ClusterSession, EnvSettings
 from cua_cli.errors import EnvError, EpisodeTimeout, ModelError, Stopped
 from cua_cli.fleet import metrics
 from cua_cli.fleet.server import Server
-from cua_cli.httpclient import HttpError, Unreachable
 from cua_cli.models import Params, make_model
-from cua_cli.retry import with_retries
 from cua_cli.tasks import Task
-from slowservers import DripServer
 
 ENDED_WITHIN = 10.0  # s, for calls whose own limits add up to about 1 s
 

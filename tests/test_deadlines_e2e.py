@@ -9,10 +9,10 @@ import subprocess
 from collections import Counter
 
 import pytest
-
 from conftest import CUA, run_cua, wait_for
-from cua_cli.runfolder.jsonl import read_lines
 from slowservers import ClusterStandIn, ModelStandIn
+
+from cua_cli.runfolder.jsonl import read_lines
 
 TASKS = ["a", "b"]
 STEP_TIMEOUT_S = 1.0  # every request of the first run; a retry follows each timeout

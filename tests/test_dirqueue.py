@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.runfolder.queue import DirQueue
 from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.runfolder.queue import DirQueue
 
 
 def make_queue(tmp_path, **kw):
@@ -206,6 +206,7 @@ def test_task_id_with_a_lone_surrogate_goes_through_the_queue(tmp_path):
 
 def _count_under_lock(path, go, n):
     import threading
+
     from cua_cli.runfolder.lock import QueueLock
     lock = QueueLock(path + ".lock")
     go.wait()

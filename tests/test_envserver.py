@@ -15,9 +15,8 @@ from http.client import HTTPConnection
 
 import pytest
 import requests
-from PIL import Image
-
 from conftest import UNSET_TOKEN_ENV, start_env_server, stop_env_server
+from PIL import Image
 
 
 @pytest.fixture(scope="module")
@@ -312,6 +311,6 @@ def test_leaving_the_task_page_ends_the_episode_as_failed(env):
 
 def test_backend_can_press_every_key_the_subset_names():
     # A key the parser accepts but the browser cannot press would be a 500 mid-program.
-    from cua_cli.code_subset import KEY_NAMES
     from cua_cli.envserver.miniwob_backend import KEYS
+    from cua_cli.pyautogui_vocab import KEY_NAMES
     assert KEY_NAMES <= set(KEYS)

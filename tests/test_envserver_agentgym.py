@@ -6,8 +6,8 @@ import time
 import pytest
 import requests
 from click.testing import CliRunner
-
 from conftest import UNSET_TOKEN_ENV, start_env_server, stop_env_server
+
 from cua_cli.cli import main
 from cua_cli.envserver.agentgym_webarena import KIND, WebArenaRoutes, parse_action, parse_seeds, parse_tasks
 

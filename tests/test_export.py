@@ -6,9 +6,9 @@ import os
 import shutil
 
 import pytest
+from conftest import run_cua
 from PIL import Image
 
-from conftest import run_cua
 from cua_cli.errors import InputError
 from cua_cli.export import ExportOptions, export_runs
 from cua_cli.export.writers import COLUMNS
@@ -372,8 +372,8 @@ def test_cli_export(two_task_run, tmp_path):
 
 
 def test_a_png_cut_inside_its_header_has_no_size_and_does_not_stop_the_export(tmp_path, capsys):
+    from cua_cli._util.png import SIGNATURE
     from cua_cli.export.images import TrajImages
-    from cua_cli.png import SIGNATURE
     run = tmp_path.resolve() / "run"
     (run / "t").mkdir(parents=True)
     (run / "t" / "cut.png").write_bytes(SIGNATURE + b"\x00\x00\x00\x0dIHDR" + b"\x00\x07")  # 22 bytes

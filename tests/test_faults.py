@@ -14,19 +14,19 @@ import threading
 
 import psutil
 import pytest
+from conftest import CUA, wait_for
+from faultproxy import FaultProxy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
 
-from conftest import CUA, wait_for
-from cua_cli.envs.cluster import _image_size
+from cua_cli._util.httpclient import Client
+from cua_cli._util.png import SIGNATURE as PNG_SIGNATURE
+from cua_cli._util.retry import with_retries
+from cua_cli.envs.env_cluster import _image_size
 from cua_cli.errors import EnvError, InfraError
-from cua_cli.httpclient import Client
-from cua_cli.png import SIGNATURE as PNG_SIGNATURE
+from cua_cli.rollout.envserver_process import LocalEnvServer
 from cua_cli.runfolder.jsonl import read_lines
-from cua_cli.rollout.localenv import LocalEnvServer
-from cua_cli.retry import with_retries
-from faultproxy import FaultProxy
 
 TOKEN = "s3cr3t-Tok3n-0123456789abcdef"
 

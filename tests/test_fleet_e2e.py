@@ -11,16 +11,15 @@ import signal
 import subprocess
 import sys
 import time
-
 from collections import Counter
 
 import psutil
 import pytest
-
 from conftest import CUA, ROOT, run_cua, start_env_server, start_tiny_fleet, stop_env_server
-from cua_cli.runfolder.jsonl import read_lines
-from cua_cli.rollout.localenv import LocalEnvServer
 from faultproxy import FaultProxy, chaos
+
+from cua_cli.rollout.envserver_process import LocalEnvServer
+from cua_cli.runfolder.jsonl import read_lines
 
 pytestmark = pytest.mark.slow  # real vLLM fleets
 

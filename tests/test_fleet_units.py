@@ -1,10 +1,11 @@
 """GPU specs, vLLM flags and metrics parsing: pure functions, and the CLI's errors."""
 
 import pytest
-
 from conftest import run_cua
+
 from cua_cli.config import vllm_flags
-from cua_cli.fleet.gpus import GpuSpecError, group_gpus, parse_gpus
+from cua_cli.errors import GpuSpecError
+from cua_cli.fleet.gpus import group_gpus, parse_gpus
 from cua_cli.fleet.metrics import parse
 
 
@@ -60,7 +61,7 @@ def test_cli_rejects_bad_fleet_input(write):
 def test_gpu_specs_beyond_any_host_are_refused_at_once():
     import pytest
 
-    from cua_cli.fleet.gpus import GpuSpecError, parse_gpus
+    from cua_cli.fleet.gpus import parse_gpus
     for spec in ("0-100000000000", "7,99999", "0-" + "9" * 5000):
         with pytest.raises(GpuSpecError):
             parse_gpus(spec)

@@ -6,12 +6,12 @@ import threading
 import time
 
 import pytest
+from conftest import wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import wait_for
-from cua_cli.httpclient import BadStatus, Client, NoAnswer, Unreachable
 from slowservers import DRIPS, DripServer
+
+from cua_cli._util.httpclient import BadStatus, Client, NoAnswer, Unreachable
 
 
 class RawServer:

@@ -10,16 +10,16 @@ import json
 import time
 
 import pytest
+from conftest import run_cua, start_tiny_fleet
+from faultproxy import FaultProxy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
 
-from conftest import run_cua, start_tiny_fleet
-from cua_cli.budget import Budget
+from cua_cli._util.budget import Budget
 from cua_cli.config import load_config
 from cua_cli.models import Image, Params, make_model
 from cua_cli.models.openai_chat import _body
-from faultproxy import FaultProxy
 
 pytestmark = pytest.mark.slow  # a real vLLM server
 

@@ -5,9 +5,10 @@ and a replay of the cut answers ends as the whole ones did."""
 import json
 
 from conftest import run_cua
+from slowservers import ClusterStandIn, ModelStandIn
+
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.runfolder.records import MAX_RESPONSE_CHARS
-from slowservers import ClusterStandIn, ModelStandIn
 
 ANSWER = "Thought: " + "x" * 20_000_000 + "\nAction: wait()"
 

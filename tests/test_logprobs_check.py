@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from PIL import Image
-
 from conftest import ROOT, build_tiny_vlm, run_cua
+from PIL import Image
 
 pytestmark = pytest.mark.slow  # torch and transformers on a real recorded run
 

@@ -8,15 +8,15 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from slowservers import ClusterStandIn, ModelStandIn, completion
 
+from cua_cli._util.budget import Budget
 from cua_cli.agents import Turn
 from cua_cli.agents.uitars import UITarsAgent
-from cua_cli.budget import Budget
 from cua_cli.config import load_config
 from cua_cli.envs import Observation
 from cua_cli.errors import ModelError
 from cua_cli.models import Params, Reply, make_model
-from slowservers import ClusterStandIn, ModelStandIn, completion
 
 MESSAGES = [{"role": "user", "content": "Click the button."}]
 

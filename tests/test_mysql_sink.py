@@ -8,11 +8,11 @@ import uuid
 from urllib.parse import quote
 
 import pytest
-
-from cua_cli.errors import CuaError, InputError
-from cua_cli.sinks import Finished, SinkUnavailable
-from cua_cli.sinks.mysql import InsertRule, MySQLSink, trajectory_id
 from mariadb import MariaDB
+
+from cua_cli.dart.database import DartDatabase, InsertRule, trajectory_id
+from cua_cli.errors import CuaError, InputError, SinkUnavailable
+from cua_cli.runfolder.finished import Finished
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def db(tmp_path_factory):
 
 @pytest.fixture
 def sink(db):
-    s = MySQLSink(db.url, connect_timeout=2)
+    s = DartDatabase(db.url, connect_timeout=2)
     yield s
     s.close()
 
@@ -101,7 +101,7 @@ def test_darts_insert_rule(tmp_path, db, sink):
 
 
 def test_the_rule_is_configurable(tmp_path, db, sink):
-    lenient = MySQLSink(db.url, rule=InsertRule(min_steps_for_zero=0, skip_errors=False))
+    lenient = DartDatabase(db.url, rule=InsertRule(min_steps_for_zero=0, skip_errors=False))
     try:
         short, error = finished(tmp_path, score=0.0, steps=1), finished(tmp_path, score=None, outcome="error")
         assert lenient.write(short) and lenient.write(error)
@@ -144,7 +144,7 @@ def test_writing_again_never_makes_a_second_row(tmp_path, db, sink):
     t = finished(tmp_path)
     assert sink.write(t) and sink.write(t)
     db.sql("UPDATE rollout_run SET used = 1 WHERE trace_id = %s", (t.trace_id,))
-    resumed = MySQLSink(db.url)  # a resumed run replays what it wrote before
+    resumed = DartDatabase(db.url)  # a resumed run replays what it wrote before
     try:
         assert resumed.write(t)
     finally:
@@ -185,7 +185,7 @@ def test_a_database_that_is_down_is_unavailable_until_it_is_back(tmp_path, db, s
 
 
 def test_a_database_that_hangs_is_unavailable_after_the_timeouts(tmp_path, db):
-    s = MySQLSink(db.url, connect_timeout=1, io_timeout=1)
+    s = DartDatabase(db.url, connect_timeout=1, io_timeout=1)
     try:
         s.ping()
         db.pause()
@@ -224,19 +224,19 @@ def test_checkpoints_newest_after_a_version_oldest_first(db, sink):
 
 def test_refusals_and_bad_urls_mask_the_password(db):
     wrong = "s3cr3t@:/%pw"
-    bad = MySQLSink(db.url.replace(quote(db.password, safe=""), quote(wrong, safe="")))
+    bad = DartDatabase(db.url.replace(quote(db.password, safe=""), quote(wrong, safe="")))
     with pytest.raises(CuaError) as e:
         bad.ping()
     assert not isinstance(e.value, SinkUnavailable) and "Access denied" in str(e.value)
     for url in (f"postgres://root:{quote(wrong, safe='')}@h/db", f"mysql://root:{quote(wrong, safe='')}@h:99999/db",
                 f"mysql://root:{quote(wrong, safe='')}@h/db?ssl=1", f"mysql://root:{quote(wrong, safe='')}@h/"):
         with pytest.raises(InputError) as e:
-            MySQLSink(url)
+            DartDatabase(url)
         assert wrong not in str(e.value) and quote(wrong, safe="") not in str(e.value) and "***" in str(e.value)
 
 
 def test_a_unix_socket_url_works(tmp_path, db):
-    s = MySQLSink(db.socket_url)
+    s = DartDatabase(db.socket_url)
     try:
         t = finished(tmp_path)
         assert s.write(t) and len(rows(db, t)) == 1
@@ -247,4 +247,4 @@ def test_a_unix_socket_url_works(tmp_path, db):
 def test_a_missing_driver_names_the_extra(monkeypatch, db):
     monkeypatch.setitem(sys.modules, "pymysql", None)
     with pytest.raises(CuaError, match=r"pip install -e \.\[dart\]"):
-        MySQLSink(db.url)
+        DartDatabase(db.url)

@@ -1,16 +1,15 @@
 """Model providers without a server: replay (every model call of a recorded step, in order,
 nothing read outside the run) and the random baseline."""
 
-import json
-
 import functools
+import json
 
 import pytest
 
+from cua_cli._util.budget import Budget
+from cua_cli._util.httpclient import BadAnswer
 from cua_cli.agents.uitars import END_ANSWER as _END
 from cua_cli.agents.uitars import parse_response, random_answer
-from cua_cli.budget import Budget
-from cua_cli.httpclient import BadAnswer
 from cua_cli.models import AnswerFormat, Params
 from cua_cli.models.random_actions import RandomActions
 from cua_cli.models.replay import Replay

@@ -1,7 +1,7 @@
 import pytest
 
-from cua_cli.code_subset import MAX_CALLS, MAX_COORD, MAX_KEY_PRESSES, MAX_TEXT_CHARS
 from cua_cli.envserver.pyautogui_subset import MAX_NESTING, Command, DisallowedCode, parse_code
+from cua_cli.pyautogui_vocab import MAX_CALLS, MAX_COORD, MAX_KEY_PRESSES, MAX_TEXT_CHARS
 
 
 @pytest.mark.parametrize(

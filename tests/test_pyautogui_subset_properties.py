@@ -1,12 +1,13 @@
 """Properties of parse_code over arbitrary and adversarial input: it returns
-commands within every limit of code_subset, or raises DisallowedCode, nothing else."""
+commands within every limit of pyautogui_vocab, or raises DisallowedCode, nothing else."""
 
 import math
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from cua_cli.code_subset import (
+from cua_cli.envserver.pyautogui_subset import MAX_SCROLL, SIGNATURES, DisallowedCode, parse_code
+from cua_cli.pyautogui_vocab import (
     KEY_ALIASES,
     KEY_NAMES,
     MAX_CALLS,
@@ -18,7 +19,6 @@ from cua_cli.code_subset import (
     canonical_key,
     untypeable,
 )
-from cua_cli.envserver.pyautogui_subset import MAX_SCROLL, SIGNATURES, DisallowedCode, parse_code
 
 
 def parse_or_refuse(code: str):

@@ -12,8 +12,8 @@ import time
 from http.server import HTTPServer, SimpleHTTPRequestHandler
 
 import pytest
-
 from conftest import CUA, run_cua, start_env_server, stop_env_server, wait_for
+
 from cua_cli.runfolder.jsonl import read_lines
 
 pytestmark = pytest.mark.slow  # a real 3-node Ray cluster

@@ -9,7 +9,7 @@ from urllib.parse import quote, quote_plus
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from cua_cli.redact import Redactor
+from cua_cli._util.redact import Redactor
 
 # "*" is left out: a secret made of stars would be found in the mask itself.
 SECRETS = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="*"), min_size=1, max_size=24)
@@ -95,7 +95,7 @@ def test_url_passwords_never_survive_however_malformed_the_url(scheme, user, pas
 def test_userinfo_of_config_urls_is_a_secret_in_every_spelling(monkeypatch):
     from types import SimpleNamespace
 
-    from cua_cli.redact import read_secrets
+    from cua_cli._util.redact import read_secrets
     monkeypatch.setenv("DB_URL", "mysql://dart:s3cr/et@pw@db:3306/dart")
     cfg = SimpleNamespace(source="exp.yaml", env=SimpleNamespace(token_env=None, url="http://u:env-pass#1@envs:8080"),
                           model=SimpleNamespace(api_key_env=None, endpoints=["https://m:model%2Fpass@gpu:8000/v1"]),

@@ -2,9 +2,10 @@
 table; the fleet's rolling reload itself is tested with real vLLM in test_fleet_e2e.py."""
 
 from conftest import wait_for
-from cua_cli.rollout import reloads
-from cua_cli.sinks.mysql import MySQLSink
 from mariadb import MariaDB
+
+from cua_cli.dart import reloads
+from cua_cli.dart.database import DartDatabase
 
 
 def _checkpoint(db, run_id: str, *versions: tuple[str, str]) -> None:
@@ -25,9 +26,9 @@ def test_new_checkpoints_reload_the_fleet_onto_their_path(tmp_path, monkeypatch,
         return text in "".join(said)
 
     with MariaDB(tmp_path) as db:
-        MySQLSink(db.url).ping()  # creates DART's tables
+        DartDatabase(db.url).ping()  # creates DART's tables
         _checkpoint(db, "exp", ("v0", "/ckpt/v0"))  # there before the rollout: the past, no reload
-        watcher = reloads.CheckpointWatcher(MySQLSink(db.url), "exp", tmp_path / "fleet.json", every_s=0.2)
+        watcher = reloads.CheckpointWatcher(DartDatabase(db.url), "exp", tmp_path / "fleet.json", every_s=0.2)
         watcher.start()
         try:
             _checkpoint(db, "other", ("v1", "/ckpt/other"))  # another run's trainer

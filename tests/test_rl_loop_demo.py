@@ -8,7 +8,6 @@ import subprocess
 
 import psutil
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # the whole RL loop: vLLM, MariaDB, torch

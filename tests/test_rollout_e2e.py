@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
-
 from conftest import CUA, run_cua, wait_for
+
 from cua_cli.runfolder.jsonl import read_lines
 
 TASKS = "[click-test, click-test-2, click-button]"

@@ -10,9 +10,9 @@ from collections import Counter
 
 import psutil
 import pytest
-
 from conftest import CUA, ROOT, UNSET_TOKEN_ENV, run_cua, start_env_server, stop_env_server, wait_for
-from cua_cli.httpclient import Client
+
+from cua_cli._util.httpclient import Client
 from cua_cli.runfolder.jsonl import read_lines
 
 # Generous: the suite must pass on a loaded 2-core machine. A hang shows as a timeout here.

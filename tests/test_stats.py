@@ -5,8 +5,8 @@ import json
 import math
 
 import pytest
-
 from conftest import run_cua
+
 from cua_cli.stats.compare import mcnemar_exact
 
 

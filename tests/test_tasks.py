@@ -4,13 +4,13 @@ import json
 import time
 
 import pytest
+from conftest import run_cua
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import run_cua
 from cua_cli import tasks as tasks_module
-from cua_cli.config import ConfigError, load_config
-from cua_cli.errors import BadTask
+from cua_cli.config import load_config
+from cua_cli.errors import BadTask, ConfigError
 from cua_cli.tasks import Task, load_tasks, task_from_dict
 
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cua_cli._util.budget import Budget
 from cua_cli.agents import Turn
 from cua_cli.agents.react import ReactAgent, parse_react
 from cua_cli.agents.webarena import WebArenaAgent, parse_webarena
-from cua_cli.budget import Budget
 from cua_cli.envs import Observation
 from cua_cli.errors import ParseError
 from cua_cli.models import Reply

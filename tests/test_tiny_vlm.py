@@ -3,9 +3,8 @@ import json
 
 import pytest
 import transformers
-from PIL import Image
-
 from conftest import build_tiny_vlm
+from PIL import Image
 
 pytestmark = pytest.mark.slow  # torch and transformers
 

@@ -5,11 +5,18 @@ import time
 import pytest
 
 from cua_cli.actions import Action, to_command
-from cua_cli.agents.uitars import (GUIDED_REGEX, MAX_RESPONSE_CHARS, ParseError, UITarsAgent, parse_response,
-                                   smart_resize, to_model_coords)
-from cua_cli.code_subset import MAX_CALLS, MAX_TEXT_CHARS
-from cua_cli.models import Image
+from cua_cli.agents.uitars import (
+    GUIDED_REGEX,
+    MAX_RESPONSE_CHARS,
+    ParseError,
+    UITarsAgent,
+    parse_response,
+    smart_resize,
+    to_model_coords,
+)
 from cua_cli.envserver.pyautogui_subset import parse_code
+from cua_cli.models import Image
+from cua_cli.pyautogui_vocab import MAX_CALLS, MAX_TEXT_CHARS
 
 SIZES = [(1920, 1080), (1280, 720), (160, 210)]
 

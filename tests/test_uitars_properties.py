@@ -14,9 +14,19 @@ from hypothesis import strategies as st
 
 from cua_cli.actions import DIRECTIONS, POINT_TYPES, SCROLL_CLICKS, TERMINAL, Action, to_command
 from cua_cli.agents.uitars import GUIDED_REGEX, ParseError, parse_response, smart_resize
-from cua_cli.code_subset import (MAX_CALLS, MAX_CODE_CHARS, MAX_COORD, MAX_KEY_PRESSES, MAX_SLEEP, MAX_STATEMENTS,
-                                 MAX_TEXT_CHARS, MAX_TOTAL_SLEEP, canonical_key, untypeable)
 from cua_cli.envserver.pyautogui_subset import parse_code
+from cua_cli.pyautogui_vocab import (
+    MAX_CALLS,
+    MAX_CODE_CHARS,
+    MAX_COORD,
+    MAX_KEY_PRESSES,
+    MAX_SLEEP,
+    MAX_STATEMENTS,
+    MAX_TEXT_CHARS,
+    MAX_TOTAL_SLEEP,
+    canonical_key,
+    untypeable,
+)
 
 NOT_CODE = (None, "WAIT", "DONE")
 
@@ -33,7 +43,7 @@ def parse_or_fail(text, width=1920, height=1080, mode="qwen25vl"):
 
 
 def env_accepts(actions):
-    """The env server's commands for `actions` run as one program, checked against code_subset's limits
+    """The env server's commands for `actions` run as one program, checked against pyautogui_vocab's limits
     (which the env server enforces too)."""
     codes = [c for c in map(to_command, actions) if c not in NOT_CODE]
     program = "\n".join(codes)

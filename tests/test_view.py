@@ -8,12 +8,12 @@ import random
 import re
 
 import pytest
+from conftest import run_cua
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from conftest import run_cua
 from cua_cli.envserver.miniwob_backend import _chrome_paths
 
 

@@ -9,7 +9,7 @@ answer does not parse or the env refuses it, up to its retry limit; the turn
 then says why the step ends (`stop`). It passes its grammar, and what a random
 or closing answer looks like, to the model (`models.AnswerFormat`).
 
-Agent kinds are chosen by `agent.kind` through AGENTS: a new one is one
+Agent kinds are chosen by `agent.kind` through kinds.AGENTS: a new one is one
 module plus one line there.
 """
 
@@ -18,18 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..registry import load
+from .._util.registry import load
+from ..kinds import AGENTS
 
-if TYPE_CHECKING:  # the config validates agent kinds against AGENTS
-    from ..budget import Budget
+if TYPE_CHECKING:
+    from .._util.budget import Budget
     from ..envs import Observation
     from ..models import ModelSession, Reply
 
-AGENTS = {
-    "uitars": "cua_cli.agents.uitars:UITarsAgent",
-    "react": "cua_cli.agents.react:ReactAgent",
-    "webarena": "cua_cli.agents.webarena:WebArenaAgent",
-}
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Pure data for the text agents that play AgentGym's env servers (WooooDyy/AgentGym):
 - `INSTRUCTIONS[env]`: the first user turn of the ReAct agent (`Thought: ...` then
-  `Action: <one action>`), one per env in `ENVS` except WebArena;
+  `Action: <one action>`), one per env in `kinds.AGENTGYM_ENVS` except WebArena;
 - `WEBARENA_INSTRUCTIONS`: the same for the WebArena agent, which reasons freely and
   ends with the action in a ``` fence;
 - `ACTION_PATTERNS[env]` / `WEBARENA_ACTION_PATTERN`: regexes that fullmatch ONE valid
@@ -20,9 +20,6 @@ env clients (`agentenv/agentenv/envs/*.py`) and servers (`agentenv-*/`); the wor
 of every instruction is ours.
 """
 from __future__ import annotations
-
-ENVS = ("webarena", "textcraft", "babyai", "sciworld", "alfworld", "webshop", "sqlgym", "searchqa",
-        "maze", "wordle", "weather", "movie", "academia", "todo", "sheet")
 
 TOOL_ENVS = ("weather", "movie", "academia", "todo", "sheet")
 

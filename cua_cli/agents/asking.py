@@ -3,7 +3,7 @@ and ask again after the env refused an action, up to the agent's retry limit."""
 
 import time
 
-from ..budget import Budget
+from .._util.budget import Budget
 from ..errors import ParseError
 from ..models import AnswerFormat, ModelSession, Params
 from . import Answer, Turn

@@ -7,7 +7,7 @@ instructions, the first observation (which states the task) and the current
 one always stay.
 """
 
-from ..budget import Budget
+from .._util.budget import Budget
 from ..envs import Observation
 from ..models import ModelSession
 from . import Turn

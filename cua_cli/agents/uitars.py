@@ -14,12 +14,12 @@ import random
 import re
 from dataclasses import dataclass
 
+from .._util.budget import Budget
 from ..actions import TERMINAL, Action, Cost
-from ..budget import Budget
-from ..code_subset import KEY_NAMES, MAX_CALLS
 from ..envs import Observation
 from ..errors import ParseError
 from ..models import AnswerFormat, Image, ModelSession
+from ..pyautogui_vocab import KEY_NAMES, MAX_CALLS
 from . import Answer, Turn
 from .asking import AskingEpisode
 

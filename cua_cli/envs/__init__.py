@@ -12,7 +12,7 @@ that fails half-way still records what reached the env. Failures raise the
 error tree's EnvError / EvalError / TaskRefused, and an action the env
 refuses raises ActionRefused (the agent's mistake).
 
-Env kinds are chosen by `env.kind` through ENVS: a new one is one module plus
+Env kinds are chosen by `env.kind` through kinds.ENVS: a new one is one module plus
 one line there.
 """
 
@@ -21,16 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..registry import load
+from .._util.registry import load
+from ..kinds import ENVS
 
-if TYPE_CHECKING:  # the config validates env kinds against ENVS, and tasks import the config
-    from ..budget import Budget
+if TYPE_CHECKING:
+    from .._util.budget import Budget
     from ..tasks import Task
 
-ENVS = {
-    "cluster": "cua_cli.envs.cluster:ClusterEnv",
-    "agentgym": "cua_cli.envs.agentgym:AgentGymEnv",
-}
 
 
 @dataclass

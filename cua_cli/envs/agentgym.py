@@ -12,10 +12,10 @@ episode: the env says so in its next observation.
 
 import math
 
-from ..budget import Budget
+from .._util.budget import Budget
+from .._util.httpclient import Client
+from .._util.retry import with_retries
 from ..errors import EnvError, TaskRefused
-from ..httpclient import Client
-from ..retry import with_retries
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 from .agentgym_presets import IDX, PRESETS, Preset, wire_action

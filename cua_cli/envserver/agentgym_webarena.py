@@ -32,19 +32,20 @@ import logging
 import re
 import threading
 from bisect import bisect_right
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import parse_qs
 
 from selenium.common.exceptions import WebDriverException
 
-from cua_cli.code_subset import MAX_TEXT_CHARS, canonical_key, untypeable
+from cua_cli._util.ranges import parse_ranges
+from cua_cli._util.text import clip
 from cua_cli.envserver.miniwob_backend import MiniWobBrowser, check_task
+from cua_cli.envserver.pool import MAX_EPISODE_TIME, MAX_SEED, EnvPool, ErrorReply, Session
 from cua_cli.envserver.pyautogui_subset import Command
-from cua_cli.envserver.server import MAX_EPISODE_TIME, MAX_SEED, EnvPool, HTTPError, Session
-from cua_cli.ranges import parse_ranges
+from cua_cli.pyautogui_vocab import MAX_TEXT_CHARS, canonical_key, untypeable
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Action:
     element: int = 0  # click, hover, type: the id
     arg: str = ""  # type: the text; press: the keys; scroll: up|down; goto: the URL; stop: the answer
     enter: bool = False  # type: press Enter after
-    keys: tuple[str, ...] = ()  # press: canonical key names (code_subset)
+    keys: tuple[str, ...] = ()  # press: canonical key names (pyautogui_vocab)
 
 
 def parse_action(response: str) -> Action:
@@ -106,13 +107,13 @@ def parse_action(response: str) -> Action:
         raise BadAction(f"Your action is longer than {MAX_ACTION_CHARS} characters. {FORMAT_HINT}")
     verb = text.split("[")[0].strip() if "[" in text else text.split()[0]
     if verb not in VERBS:
-        raise BadAction(f'Invalid action "{_clip(text)}": unknown action "{_clip(verb, 40)}". '
+        raise BadAction(f'Invalid action "{clip(text, 200)}": unknown action "{clip(verb, 40)}". '
                         f"Valid actions: {', '.join(VERBS)}. {FORMAT_HINT}")
 
     def match(pattern: str, usage: str) -> re.Match:
         found = re.search(pattern, text, re.ASCII)
         if not found:
-            raise BadAction(f'Invalid {verb} action "{_clip(text)}": write it as ```{usage}```.')
+            raise BadAction(f'Invalid {verb} action "{clip(text, 200)}": write it as ```{usage}```.')
         return found
 
     if verb in ("click", "hover"):
@@ -122,7 +123,7 @@ def parse_action(response: str) -> Action:
         found = re.search(r"type ?\[(\d+)\] ?\[(.+)\] ?\[(\d+)\]",
                           text if text.endswith(("[0]", "[1]")) else text + " [1]", re.ASCII)
         if not found:
-            raise BadAction(f'Invalid type action "{_clip(text)}": write it as ```type [id] [text] [0|1]```.')
+            raise BadAction(f'Invalid type action "{clip(text, 200)}": write it as ```type [id] [text] [0|1]```.')
         content = found.group(2)
         if len(content) > MAX_TEXT_CHARS:
             raise BadAction(f"type: the text is longer than {MAX_TEXT_CHARS} characters.")
@@ -151,14 +152,12 @@ def _keys(combo: str) -> tuple[str, ...]:
         part = part.strip()
         name = canonical_key(WEBARENA_KEYS.get(part.lower(), part))
         if name is None:
-            raise BadAction(f'press [{_clip(combo)}]: unknown key "{_clip(part, 40)}". '
+            raise BadAction(f'press [{clip(combo, 200)}]: unknown key "{clip(part, 40)}". '
                             "Use key names such as Enter, Tab, ArrowDown, Control+a.")
         keys.append("ctrl" if name == "win" else name)  # as WebArena does off a Mac: Meta is Control
     return tuple(keys)
 
 
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def parse_seeds(spec: str) -> list[range]:
@@ -166,7 +165,7 @@ def parse_seeds(spec: str) -> list[range]:
     try:
         return parse_ranges(spec, MAX_SEED)
     except ValueError as e:
-        raise ValueError(f"bad seed list {_clip(spec)!r}: {e}") from None
+        raise ValueError(f"bad seed list {clip(spec, 200)!r}: {e}") from None
 
 
 def parse_tasks(spec: str) -> list[str]:
@@ -263,7 +262,7 @@ def _describe(action: Action, ep: Episode) -> str:
 
 
 def _no_match(action: Action) -> str:
-    return (f'Attempt to perform "{action.verb}" on element "[{_clip(str(action.element), 40)}]" but no matching '
+    return (f'Attempt to perform "{action.verb}" on element "[{clip(str(action.element), 40)}]" but no matching '
             "element found. Please check the observation more carefully.")
 
 
@@ -288,7 +287,7 @@ def _perform(browser: MiniWobBrowser, ep: Episode, action: Action) -> None:
         browser.perform([Command("scroll", x=x, y=y, clicks=SCROLL_CLICKS if action.arg == "up" else -SCROLL_CLICKS)])
     elif verb == "goto":
         if action.arg.strip() != ep.url:
-            raise BadAction(f"goto [{_clip(action.arg)}] was refused: this task is the single page {ep.url}; "
+            raise BadAction(f"goto [{clip(action.arg, 200)}] was refused: this task is the single page {ep.url}; "
                             "no other page may be opened.")
     elif verb in ("go_back", "go_forward"):
         raise BadAction(f"{verb} did nothing: this task is a single page, there is no other page to go to.")
@@ -315,10 +314,10 @@ class WebArenaRoutes:
     def handle(self, method: str, path: str, query: str, body: Any) -> tuple[int, bytes, str]:
         """(status, body, content type) of a request to one of `routes`."""
         if not self.size:
-            raise HTTPError(404, "this env server was started without --agentgym-tasks: "
+            raise ErrorReply(404, "this env server was started without --agentgym-tasks: "
                                  "AgentGym's WebArena routes are off")
         if method != self.routes[path]:
-            raise HTTPError(405, f"use {self.routes[path]}")
+            raise ErrorReply(405, f"use {self.routes[path]}")
         if path == "/":
             return 200, b"ok", "text/html; charset=utf-8"  # what AgentGym's Quart server answers
         if path == "/create":
@@ -339,7 +338,7 @@ class WebArenaRoutes:
         """The (task, seed) of idx: task-major, idx = task_index * n_seeds + seed_index."""
         if type(idx) is not int or not 0 <= idx < self.size:
             raise ValueError(f"idx must be an integer in [0, {self.size}): "
-                             f"{len(self.tasks)} tasks x {self.n_seeds} seeds; got {_clip(repr(idx), 50)}")
+                             f"{len(self.tasks)} tasks x {self.n_seeds} seeds; got {clip(repr(idx), 50)}")
         task_index, seed_index = divmod(idx, self.n_seeds)
         part = bisect_right(self._seed_ends, seed_index)
         seeds = self.seeds[part]
@@ -355,7 +354,7 @@ class WebArenaRoutes:
 
     def reset(self, body: Any) -> dict:
         if not isinstance(body, dict) or "idx" not in body:
-            raise HTTPError(500, 'body must be {"env_idx": N, "seed": 0, "idx": N}')
+            raise ErrorReply(500, 'body must be {"env_idx": N, "seed": 0, "idx": N}')
         try:
             task, seed = self.pair(body["idx"])
         except ValueError as e:
@@ -381,14 +380,14 @@ class WebArenaRoutes:
         try:
             prompt = self._use(_int(env_idx), lambda s: s.state and s.state.prompt())
         except UnknownEnv as e:
-            raise HTTPError(500, str(e)) from None
+            raise ErrorReply(500, str(e)) from None
         if prompt is None:
-            raise HTTPError(500, f"env {env_idx} has not been reset: POST /reset first")
+            raise ErrorReply(500, f"env {env_idx} has not been reset: POST /reset first")
         return prompt
 
     def step(self, body: Any) -> dict:
         if not isinstance(body, dict) or "env_idx" not in body or "action" not in body:
-            raise HTTPError(500, "body must be {\"env_idx\": N, \"action\": \"<the model's response>\"}")
+            raise ErrorReply(500, "body must be {\"env_idx\": N, \"action\": \"<the model's response>\"}")
 
         def act(session: Session) -> dict:
             if session.state is None:
@@ -405,12 +404,12 @@ class WebArenaRoutes:
 
     def close(self, body: Any) -> dict:
         if not isinstance(body, dict) or "env_idx" not in body:
-            raise HTTPError(500, 'body must be {"env_idx": N}')
+            raise ErrorReply(500, 'body must be {"env_idx": N}')
         env_idx = body["env_idx"]
         if type(env_idx) is int:
             try:
                 self.pool.release(_server_id(env_idx), KIND)
-            except HTTPError as e:
+            except ErrorReply as e:
                 if e.status != 404:
                     raise
         # Closing an env it does not know is no error for AgentGym's server either.
@@ -418,13 +417,13 @@ class WebArenaRoutes:
 
     def _use(self, env_idx: Any, action: Callable[[Session], Any]) -> Any:
         """Run action(session) under the env's lock; UnknownEnv if there is no such env."""
-        unknown = UnknownEnv(f"unknown env_idx {_clip(repr(env_idx), 50)}: never created, closed, "
+        unknown = UnknownEnv(f"unknown env_idx {clip(repr(env_idx), 50)}: never created, closed, "
                              "or released after --idle-timeout; POST /create for a new one")
         if type(env_idx) is not int:
             raise unknown
         try:
             return self.pool.use_session(_server_id(env_idx), action, KIND)
-        except HTTPError as e:
+        except ErrorReply as e:
             if e.status == 404:
                 raise unknown from None
             raise

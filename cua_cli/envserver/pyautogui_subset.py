@@ -2,7 +2,7 @@
 
 Only a small, literal-only subset is accepted: `import pyautogui`, `import time`,
 `time.sleep(n)` and calls `pyautogui.X(...)` for the GUI functions below, with
-the keys and within the limits of `cua_cli.code_subset`. A program is accepted
+the keys and within the limits of `cua_cli.pyautogui_vocab`. A program is accepted
 or refused whole, so the caller can refuse it before any command runs; for any
 input string `parse_code` either returns the commands or raises DisallowedCode
 naming the refused construct. `interval` arguments and a click's `duration` are
@@ -17,7 +17,8 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from cua_cli.code_subset import (
+from cua_cli._util.text import clip
+from cua_cli.pyautogui_vocab import (
     MAX_CALLS,
     MAX_CODE_CHARS,
     MAX_COORD,
@@ -96,7 +97,7 @@ def parse_code(code: str) -> list[Command]:
     try:
         tree = ast.parse(code)
     except SyntaxError as e:
-        raise DisallowedCode(f"syntax error: {_clip(e.msg)} (line {e.lineno})") from None
+        raise DisallowedCode(f"syntax error: {clip(e.msg, 80)} (line {e.lineno})") from None
     if len(tree.body) > MAX_STATEMENTS:
         raise DisallowedCode(f"more than {MAX_STATEMENTS} statements")
     parser = _Parser(code)
@@ -135,7 +136,7 @@ def _check_nesting(code: str) -> None:
             elif tok.type == tokenize.STRING and "f" in STRING_PREFIX.match(tok.string).group().lower():
                 # Python 3.11 parses the expressions inside an f-string separately,
                 # hidden from this count; they are never literals anyway.
-                raise DisallowedCode(f"f-string {_clip(tok.string)} (line {tok.start[0]})")
+                raise DisallowedCode(f"f-string {clip(tok.string, 80)} (line {tok.start[0]})")
             elif tok.type == tokenize.NAME and tok.string == "elif":
                 elifs += 1  # nests an If in the previous one's else, across statements
             elif (tok.type == tokenize.OP and tok.string not in ",)]}") or (
@@ -150,7 +151,7 @@ def _check_nesting(code: str) -> None:
     except tokenize.TokenError:
         pass  # every token before the error was counted; ast.parse stops at it too and words it better
     except SyntaxError as e:  # inconsistent indentation
-        raise DisallowedCode(f"syntax error: {_clip(e.msg)} (line {e.lineno})") from None
+        raise DisallowedCode(f"syntax error: {clip(e.msg, 80)} (line {e.lineno})") from None
 
 
 def _check_totals(commands: list[Command]) -> None:
@@ -164,14 +165,10 @@ def _check_totals(commands: list[Command]) -> None:
         raise DisallowedCode(f"sleeps and durations add up to more than {MAX_TOTAL_SLEEP:g} s")
 
 
-def _clip(text: str, limit: int = 80) -> str:
-    """The first line of `text`, at most `limit` characters: refusals are one short line."""
-    text = text.split("\n")[0]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _show(value) -> str:
-    return _clip(repr(value), 40)
+    return clip(repr(value), 40)
 
 
 class _Parser:
@@ -182,7 +179,7 @@ class _Parser:
 
     def src(self, node: ast.AST) -> str:
         # The agent's own text, not ast.unparse: that can recurse deeply and spells 1e999 as 1e309.
-        return _clip(ast.get_source_segment(self.code, node) or type(node).__name__)
+        return clip(ast.get_source_segment(self.code, node) or type(node).__name__, 80)
 
     def statement(self, stmt: ast.stmt) -> list[Command]:
         if isinstance(stmt, ast.Import):

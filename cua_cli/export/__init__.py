@@ -16,9 +16,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .._util.diag import warn
+from .._util.ranges import parse_ranges
 from ..errors import InputError
-from ..ranges import parse_ranges
-from ..runfolder.jsonl import warn
 from ..runfolder.records import OUTCOMES
 from .groups import EMPTY, group_id, group_stats
 from .rows import trajectory_rows

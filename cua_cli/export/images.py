@@ -12,9 +12,9 @@ import posixpath
 
 from PIL import Image, UnidentifiedImageError
 
-from ..png import png_size
+from .._util.diag import warn
+from .._util.png import png_size
 from ..runfolder.confined import Refused, read_in
-from ..runfolder.jsonl import warn
 from ..runfolder.reader import show_path
 
 

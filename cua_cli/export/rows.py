@@ -9,7 +9,7 @@ token ids: a trainer's importance weights need them one to one.
 import math
 import os
 
-from ..runfolder.jsonl import warn, warn_problems
+from .._util.diag import warn, warn_problems
 from ..runfolder.reader import read_steps
 from ..runfolder.records import is_index
 from .groups import Group

@@ -9,9 +9,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._util.diag import warn, warn_problems
 from ..errors import InputError
 from ..runfolder.confined import Refused, read_in, run_root
-from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.jsonl import scan
 from ..runfolder.reader import checked, trajectory_dir
 from ..runfolder.records import episode_record, supersedes
 

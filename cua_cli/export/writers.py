@@ -13,8 +13,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from .._util.diag import warn
 from ..errors import CuaError
-from ..runfolder.jsonl import warn
 
 BATCH_ROWS = 2000
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import psutil
 
-from ..signals import StopFlags
+from .._util.signals import StopFlags
+from ..errors import FleetError, FleetFileError
 from . import metrics
-from .server import FleetFileError, gpu_holders, read_fleet
-from .supervisor import FleetError, FleetSpec, Supervisor, stop_fleet_file
+from .server import gpu_holders, read_fleet
+from .supervisor import FleetSpec, Supervisor, stop_fleet_file
 
 
 def reload_request_path(fleet_file: Path) -> Path:

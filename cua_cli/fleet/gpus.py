@@ -1,12 +1,8 @@
 """GPU specs (`0-7`, `0,2,4`, `0-3,6`) and their grouping into tensor-parallel groups."""
 
-from ..errors import InputError
+from ..errors import GpuSpecError
 
 MAX_GPU_ID = 1023  # no host has more; a bigger id is a typo, and a huge range would never end
-
-
-class GpuSpecError(InputError):
-    """A --gpus or --tp value that names no GPU groups."""
 
 
 def parse_gpus(spec: str) -> list[int]:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import psutil
 
-from ..errors import CuaError
-from ..httpclient import Client, HttpError
-from ..procgroup import kill_group, live
+from .._util.atomic import write_atomic
+from .._util.httpclient import Client, HttpError
+from .._util.procgroup import kill_group, live
+from ..errors import FleetFileError
 
 HTTP = Client()  # health probes: cua's client, so a server that answers slowly is held to the whole timeout
 
@@ -129,13 +130,7 @@ def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids
     """Atomically replace the fleet file. `servers` are the healthy ones; `pgids` lists
     every launched group, starting or not, so stop-models can always clean up."""
     doc = {"supervisor_pid": supervisor_pid, "servers": [s.entry() for s in servers], "pgids": all_pids}
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
-class FleetFileError(CuaError):
-    """A fleet file that is missing or not one."""
+    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
 
 
 def read_fleet(path: Path) -> dict:
@@ -155,3 +150,27 @@ def read_fleet(path: Path) -> dict:
                 or not isinstance(server.get("served_model_name", ""), str):
             raise FleetFileError(f"{path}: not a fleet file: servers[{i}] needs a 'url' string")
     return doc
+
+
+class FleetVersions:
+    """Each endpoint's (model version, policy version), from a fleet file read afresh whenever it changes."""
+
+    def __init__(self, path):
+        self.path = path
+        self._seen: tuple[float, dict] = (-1.0, {})
+
+    def table(self) -> dict[str, tuple[str | None, int | None]]:
+        try:
+            mtime = os.stat(self.path).st_mtime
+            if mtime != self._seen[0]:
+                servers = read_fleet(self.path)["servers"]
+                self._seen = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
+                                                           _policy(s.get("policy_version")))
+                                      for s in servers})
+        except (OSError, FleetFileError):
+            pass  # mid-rewrite or gone: keep the versions last read
+        return self._seen[1]
+
+
+def _policy(v) -> int | None:
+    return v if type(v) is int and v >= 0 else None

@@ -12,13 +12,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CuaError
-from ..procgroup import kill_group
+from .._util.procgroup import kill_group
+from ..errors import FleetError
 from .server import Server, port_free, write_fleet
-
-
-class FleetError(CuaError):
-    """The fleet could not be started, reloaded or stopped as asked."""
 
 
 @dataclass

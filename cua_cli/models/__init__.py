@@ -13,7 +13,7 @@ Messages are `{"role", "content"}` with content a string or a list of parts:
 `{"type": "text", "text"}` or an `Image`. Each provider turns them into its
 own wire format.
 
-Providers are chosen by `model.provider` through PROVIDERS: a new one is one
+Providers are chosen by `model.provider` through kinds.PROVIDERS: a new one is one
 module plus one line there.
 """
 
@@ -24,14 +24,9 @@ from typing import Callable, Protocol
 
 import pybase64
 
-from ..budget import Budget
-from ..registry import load
-
-PROVIDERS = {
-    "openai": "cua_cli.models.openai_chat:OpenAIChat",
-    "random": "cua_cli.models.random_actions:RandomActions",
-    "replay": "cua_cli.models.replay:Replay",
-}
+from .._util.budget import Budget
+from .._util.registry import load
+from ..kinds import PROVIDERS
 
 
 @dataclass(frozen=True)
@@ -112,10 +107,23 @@ def make_model(cfg, secrets: dict, shared=None) -> Model:
     return load(PROVIDERS[cfg.model.provider]).from_config(cfg, secrets, shared)
 
 
-def shared_state(cfg, ctx):
-    """State a provider shares across runner processes (made once per rollout), or None."""
+class Sharing(Protocol):
+    """How a runner backend makes one object that all its runners use (local processes: shared
+    memory; Ray actors: an actor). `cls` takes `ctx`, a multiprocessing context, as a keyword."""
+
+    def share(self, cls, *args): ...
+
+
+def shared_state(cfg, sharing: Sharing):
+    """State the provider shares across all runners of a rollout (made once per rollout), or None."""
     make = getattr(load(PROVIDERS[cfg.model.provider]), "shared_state", None)
-    return make(cfg, ctx) if make else None
+    return make(cfg, sharing) if make else None
+
+
+def model_servers(cfg) -> list[str]:
+    """The URLs of the servers the provider asks (each runner host must reach them)."""
+    servers = getattr(load(PROVIDERS[cfg.model.provider]), "servers", None)
+    return servers(cfg) if servers else []
 
 
 def by_file(messages: list[dict]) -> list[dict]:

@@ -21,17 +21,16 @@ A completion whose text does not parse is the agent's to judge.
 import itertools
 import json
 import math
-import os
 import re
-import sys
 import threading
 
 import pybase64
 
+from .._util.diag import note
+from .._util.httpclient import BadAnswer, Client, HttpError, Response
+from .._util.retry import with_retries
 from ..errors import ModelError
-from ..fleet.server import FleetFileError, api_base, read_fleet
-from ..httpclient import BadAnswer, Client, HttpError, Response
-from ..retry import with_retries
+from ..fleet.server import FleetVersions
 from . import Image, Params, Reply
 from .routing import Router
 
@@ -42,26 +41,6 @@ MAX_MISS_STREAK = 2
 # Of a body that is not a chat completion, the error quotes this many bytes: far more than an
 # episode record keeps (it cuts error text after masking secrets), so no secret is cut here.
 QUOTED_BYTES = 8192
-
-
-class FleetVersions:
-    """Each endpoint's (model version, policy version), from a fleet file read afresh whenever it changes."""
-
-    def __init__(self, path):
-        self.path = path
-        self._seen: tuple[float, dict] = (-1.0, {})
-
-    def table(self) -> dict[str, tuple[str | None, int | None]]:
-        try:
-            mtime = os.stat(self.path).st_mtime
-            if mtime != self._seen[0]:
-                servers = read_fleet(self.path)["servers"]
-                self._seen = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
-                                                           _policy(s.get("policy_version")))
-                                      for s in servers})
-        except (OSError, FleetFileError):
-            pass  # mid-rewrite or gone: keep the versions last read
-        return self._seen[1]
 
 
 class OpenAIChat:
@@ -81,9 +60,13 @@ class OpenAIChat:
         return cls(cfg.model, secrets.get("model"), router, fleet)
 
     @classmethod
-    def shared_state(cls, cfg, ctx) -> Router:
-        """Episodes in flight per endpoint, counted across every runner process."""
-        return Router(len(cfg.model.endpoints), ctx)
+    def shared_state(cls, cfg, sharing) -> Router:
+        """Episodes in flight per endpoint, counted across every runner."""
+        return sharing.share(Router, len(cfg.model.endpoints))
+
+    @classmethod
+    def servers(cls, cfg) -> list[str]:
+        return list(cfg.model.endpoints)
 
     def version(self, endpoint: str) -> tuple[str | None, int | None]:
         """The model version and policy version the fleet file gives for this endpoint."""
@@ -109,7 +92,7 @@ class OpenAIChat:
 
     def stop_uuids(self, endpoint: str) -> None:
         if self._uuids.get(endpoint):
-            sys.stderr.write(f"cua: {endpoint} keeps no images between requests: sending every image's bytes\n")
+            note(f"{endpoint} keeps no images between requests: sending every image's bytes")
         self._uuids[endpoint] = False
 
     def session(self, task_id: str, sample: int) -> "_Session":
@@ -277,7 +260,3 @@ def _number(v) -> bool:
 def _ids(v) -> bool:
     """A list of token ids: ints of a vocabulary's size."""
     return isinstance(v, list) and all(type(t) is int and 0 <= t < 1 << 40 for t in v)
-
-
-def _policy(v) -> int | None:
-    return v if type(v) is int and v >= 0 else None

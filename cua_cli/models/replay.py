@@ -9,9 +9,9 @@ text exactly as it did the first time.
 import os
 from pathlib import Path
 
+from .._util.diag import warn_problems
 from ..errors import InputError, ModelError
 from ..runfolder.confined import run_root
-from ..runfolder.jsonl import warn_problems
 from ..runfolder.reader import RunReader, read_steps, trajectory_dir
 from . import Params, Reply
 

@@ -15,6 +15,9 @@ LOCK_WAIT_S = 2.0
 
 
 class Router:
+    # Calls whose caller needs no answer: a copy in another process may run them later, in order.
+    ONE_WAY = ("take", "release", "failed")
+
     def __init__(self, n: int, ctx=None):
         import multiprocessing as mp
         ctx = ctx or mp.get_context("spawn")

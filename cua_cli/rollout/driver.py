@@ -8,25 +8,25 @@ import math
 import time
 from dataclasses import dataclass
 
-from ..config import Config, ConfigError
-from ..fleet.server import FleetFileError, api_base, read_fleet
-from ..agents import AGENTS
-from ..envs import ENVS
+from .._util.redact import Redactor
+from .._util.registry import load
+from .._util.signals import StopFlags
+from ..config import Config
+from ..dart.reloads import CheckpointWatcher
+from ..dart.rounds import AdaptiveRounds
+from ..dart.sink import dart_sinks, database
+from ..errors import ConfigError, FleetFileError
+from ..fleet.server import api_base, read_fleet
+from ..kinds import AGENTS, ENVS
 from ..models import make_model
-from ..registry import load
-from ..redact import Redactor
 from ..runfolder.writer import RunDir
-from ..signals import StopFlags
-from ..sinks import SinkFollower, make_sinks, mysql_sink
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
 from ..tasks import load_tasks
 from .backends import make_backend
-from .localenv import LocalEnvServer
+from .envserver_process import LocalEnvServer
 from .progress import Progress
-from .reloads import CheckpointWatcher
-from .rounds import AdaptiveRounds
-
+from .sinks import SinkFollower
 
 # After the first stop signal, running episodes get this long to end as interrupted; then the
 # runners are stopped at once, as on a second signal. A batch scheduler's grace before SIGKILL is
@@ -53,7 +53,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     if cfg.model.fleet:
         use_fleet(cfg)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
-    sinks = make_sinks(cfg, secrets)
+    sinks = dart_sinks(cfg, secrets)
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
@@ -89,7 +89,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         if follower:
             follower.start()
         if cfg.model.reload_from == "mysql":
-            watcher = CheckpointWatcher(mysql_sink(cfg, secrets), dart_run_id, cfg.resolve_path(cfg.model.fleet))
+            watcher = CheckpointWatcher(database(cfg, secrets), dart_run_id, cfg.resolve_path(cfg.model.fleet))
             watcher.start()
         if not flags.count:
             runners.start(lambda: flags.count > 0)

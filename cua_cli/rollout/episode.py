@@ -12,8 +12,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
+from .._util.budget import Budget
 from ..agents import Agent, Turn
-from ..budget import Budget
 from ..envs import Env
 from ..errors import ActionRefused, EpisodeEnd, Stopped
 from ..models import Model, by_file

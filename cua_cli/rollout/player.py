@@ -5,11 +5,11 @@ knows nothing of the queue or the run folder: it is handed a pair and the
 writer its steps go to, so it can play where the run folder is not.
 """
 
+from .._util.redact import Redactor
 from ..agents import make_agent
 from ..config import Config
 from ..envs import make_env
 from ..models import make_model
-from ..redact import Redactor
 from ..runfolder.writer import TrajWriter
 from ..tasks import Task
 from .episode import Episode, Limits

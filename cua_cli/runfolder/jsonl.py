@@ -12,8 +12,8 @@ yields one warning (confined.py).
 import json
 import os
 import re
-import sys
 
+from .._util.diag import warn_problems
 from .confined import Refused, open_regular
 
 # The C scanner of the json module: one value at an index, without json.loads'
@@ -24,7 +24,6 @@ _scan = json.JSONDecoder().scan_once
 _PARSE_ERRORS = (StopIteration, ValueError, RecursionError)
 _UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, after surrogateescape
 _JSON_SPACE = " \t\r"
-MAX_WARNINGS = 20
 # Starts tried when looking for a record after torn bytes: each try may scan the
 # rest of the line, so a hostile line full of "{" must not cost quadratic time.
 MAX_RECOVERY_TRIES = 64
@@ -155,19 +154,6 @@ def _parse_line(raw: str) -> tuple[dict | None, str | None]:
     if first_end is not None:
         return None, "skipped a line that goes on after its first JSON value"
     return None, "skipped a line that is not valid UTF-8" if _UNDECODED.search(s) else "skipped a line that is not JSON"
-
-
-def warn(text: str) -> None:
-    """A warning for the reader of a run: on stderr, so piped output stays clean."""
-    print(f"warning: {text}", file=sys.stderr)
-
-
-def warn_problems(path, problems) -> None:
-    """Print `(line, text)` problems as warnings naming file and line; a long list is cut short."""
-    for n, text in problems[:MAX_WARNINGS]:
-        warn(f"{path}:{n}: {text}")
-    if len(problems) > MAX_WARNINGS:
-        warn(f"{path}: {len(problems) - MAX_WARNINGS} more problems not shown")
 
 
 def _lines_before(path, offset: int) -> int:

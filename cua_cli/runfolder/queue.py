@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from .._util.atomic import write_atomic
 from .confined import Refused, open_regular
 from .jsonl import append_line, read_from
 from .lock import QueueLock
@@ -31,11 +32,9 @@ HOST = socket.gethostname()
 MAX_ITEM_BYTES = 16 << 20  # a queue file holds one task; anything bigger is not one
 
 
-def _write_atomic(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+def _write_json(path: Path, obj) -> None:
     # ASCII escapes: a task id with a lone surrogate still makes a valid file.
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(obj).encode())
 
 
 def read_item(path) -> dict:
@@ -151,7 +150,7 @@ class DirQueue:
                     item = dict(task, sample=sample, attempt=0, errors=0)
                     # Scheduled first: a crash in between must not shrink the denominator.
                     self._schedule(item)
-                    _write_atomic(self._path("pending", key), item)
+                    _write_json(self._path("pending", key), item)
                     added += 1
         return added
 
@@ -186,7 +185,7 @@ class DirQueue:
                 token = uuid.uuid4().hex
                 item["lease"] = {"host": HOST, "pid": os.getpid(), "token": token, "claimed_at": time.time()}
                 os.replace(path, self._path("claimed", key))
-                _write_atomic(self._path("claimed", key), item)
+                _write_json(self._path("claimed", key), item)
                 with self._held_lock:
                     self._held[key] = token
                 item["key"] = key
@@ -225,7 +224,7 @@ class DirQueue:
                 nxt["attempt"] += 1
                 nxt["errors"] += int(count_error)
                 state = "failed" if nxt["errors"] >= self.max_attempts else "pending"
-            _write_atomic(self._path(state, key), nxt)
+            _write_json(self._path(state, key), nxt)
             os.remove(self._path("claimed", key))
             return state
 
@@ -283,7 +282,7 @@ class DirQueue:
                     lost = dict(item, attempt=item["attempt"] - 1)
                     append_line(self.episodes_path, error_line(
                         lost, "runner_lost", f"runner {lease.get('host')}:{pid} stopped renewing its claim"))
-                _write_atomic(self._path(state, entry.name[:-5]), item)
+                _write_json(self._path(state, entry.name[:-5]), item)
                 os.remove(entry.path)
                 n += 1
         return n

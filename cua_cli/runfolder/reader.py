@@ -11,8 +11,9 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from .confined import Refused, confined_dir
-from .jsonl import scan, warn, warn_problems
+from .._util.diag import warn, warn_problems
+from .confined import Refused, confined_dir, read_in
+from .jsonl import scan
 from .records import episode_record, is_index, scheduled_record, supersedes
 
 
@@ -108,3 +109,29 @@ def read_steps(traj_dir: str) -> tuple[list[tuple[int, dict]], list, str]:
 def show_path(v) -> str:
     """A path from a record, for a warning: short, and quoted so its ends show."""
     return repr(v[:80] + "..." if len(v) > 80 else v) if isinstance(v, str) else f"of type {type(v).__name__}"
+
+
+def subfolders(root: str, pattern: str) -> list[str]:
+    """The folders matching `pattern` in run folder `root`, relative to it; one reached
+    through a link is left out with a warning (a run folder is read only inside itself)."""
+    found = []
+    for d in sorted(Path(root).glob(pattern)):
+        rel = d.relative_to(root).as_posix()
+        try:
+            if os.path.isdir(confined_dir(root, rel)):
+                found.append(rel)
+        except Refused as e:
+            warn(f"{d}: {e}; not read")
+    return found
+
+
+def read_number(root: str, rel: str) -> float | None:
+    """The number a score file in the run folder holds; None (with a warning when refused) if none."""
+    try:
+        text = read_in(root, rel, 100)
+        return None if len(text) > 100 else float(text.decode())  # a score is short: more is not one
+    except Refused as e:
+        warn(f"{root}/{rel}: the file {e}; not read")
+        return None
+    except (OSError, ValueError):
+        return None

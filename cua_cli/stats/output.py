@@ -6,28 +6,26 @@ import json
 
 from tabulate import tabulate
 
+from .._util.text import percent
+
 
 def _printable(text: str) -> str:
     """Lone surrogates (task ids from undecodable names) as \\udXXX, which any terminal can print."""
     return text.encode("utf-8", "backslashreplace").decode()
 
 
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}"
-
-
 def _ci(ci) -> str:
-    return "-" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    return "-" if not ci else f"[{percent(ci[0])}, {percent(ci[1])}]"
 
 
 def _run_row(r: dict, layout: bool) -> dict:
     row = {"run": r["run"], **({"layout": r["layout"]} if layout else {}),
            "scheduled": r["scheduled"], "finished": r["finished"],
-           "missing": r["missing"], "errors": r["errors"], "success %": _pct(r["success_rate"]),
-           "95% CI": _ci(r["ci95"]), "of finished %": _pct(r["success_rate_finished"])}
+           "missing": r["missing"], "errors": r["errors"], "success %": percent(r["success_rate"]),
+           "95% CI": _ci(r["ci95"]), "of finished %": percent(r["success_rate_finished"])}
     for k, v in r["pass_at_k"].items():
         if len(r["pass_at_k"]) > 1:
-            row[f"pass@{k} %"] = _pct(v)
+            row[f"pass@{k} %"] = percent(v)
     row["mean steps"] = "-" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}"
     row["tasks never / always solved"] = f"{r['never_solved']} / {r['always_solved']}"
     return row
@@ -74,17 +72,17 @@ def render_stats(result: dict, fmt: str, by: str | None) -> str:
     parts = [tabulate([_run_row(r, mixed) for r in runs], headers="keys", tablefmt=tablefmt, floatfmt=".1f")]
     if len(runs) > 1:
         std = result["std_success_rate"]
-        parts.append(f"mean success rate over {len(runs)} runs: {_pct(result['mean_success_rate'])}%"
-                     f" (sample std {_pct(std)} points)")
+        parts.append(f"mean success rate over {len(runs)} runs: {percent(result['mean_success_rate'])}%"
+                     f" (sample std {percent(std)} points)")
     if by:
         rows = [{k: v for k, v in row.items() if not k.startswith("success_rate")}
-                | {"success %": _pct(row["success_rate"]), "of finished %": _pct(row["success_rate_finished"])}
+                | {"success %": percent(row["success_rate"]), "of finished %": percent(row["success_rate_finished"])}
                 for row in _breakdown(runs, by)]
         parts.append(tabulate(rows, headers="keys", tablefmt=tablefmt, floatfmt=".1f"))
-    groups = [{"run": r["run"], "group": g, "scheduled": f["scheduled"], "success %": _pct(f["success_rate"])}
+    groups = [{"run": r["run"], "group": g, "scheduled": f["scheduled"], "success %": percent(f["success_rate"])}
               for r in runs for g, f in r["groups"].items()]
     groups += [{"run": r["run"], "group": "infeasible tasks", "scheduled": r["infeasible"]["scheduled"],
-                "success %": _pct(r["infeasible"]["success_rate"])} for r in runs if r["infeasible"]]
+                "success %": percent(r["infeasible"]["success_rate"])} for r in runs if r["infeasible"]]
     if groups:
         parts.append(tabulate(groups, headers="keys", tablefmt=tablefmt, floatfmt=".1f"))
     for r in runs:
@@ -99,10 +97,10 @@ def render_compare(result: dict, fmt: str) -> str:
         return json.dumps(result, indent=2)
     summary = {"run A": result["run_a"], "run B": result["run_b"], "tasks shared": result["tasks_shared"],
                "A better": len(result["better_a"]), "B better": len(result["better_b"]), "same": result["same"],
-               "mean A %": _pct(result["mean_a"]), "mean B %": _pct(result["mean_b"]),
-               "delta (B-A) points": "-" if result["delta"] is None else f"{100 * result['delta']:+.1f}",
+               "mean A %": percent(result["mean_a"]), "mean B %": percent(result["mean_b"]),
+               "delta (B-A) points": percent(result["delta"], sign=True),
                "p-value": f"{result['p_value']:.4g}", "test": result["test"]}
-    domains = [{"domain": d, "tasks": v["tasks"], "delta (B-A) points": f"{100 * v['delta']:+.1f}"}
+    domains = [{"domain": d, "tasks": v["tasks"], "delta (B-A) points": percent(v["delta"], sign=True)}
                for d, v in result["domains"].items()]
     if fmt == "csv":
         return _printable(_csv([summary]) + "\n" + _csv(domains))

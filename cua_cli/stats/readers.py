@@ -16,10 +16,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
-from ..runfolder.confined import Refused, confined_dir, open_in, read_in, run_root
-from ..runfolder.jsonl import warn
-from ..runfolder.reader import RunReader
+from .._util.diag import warn
+from ..dart.layout import FAILED, read_traces
+from ..errors import LayoutError
+from ..runfolder.confined import Refused, open_in, run_root
+from ..runfolder.reader import RunReader, read_number, subfolders
 
 
 @dataclass
@@ -38,11 +39,6 @@ class RunData:
     pairs: dict = field(default_factory=dict)     # (task_id, sample) -> Final | None
     domains: dict = field(default_factory=dict)   # task_id -> domain
     infeasible: set = field(default_factory=set)  # task ids whose evaluator func is "infeasible"
-
-
-class LayoutError(InputError):
-    pass
-
 
 
 def read_run(path, tasks_file=None) -> RunData:
@@ -110,18 +106,6 @@ def _final(rec: dict) -> Final:
     return Final(rec["outcome"], rec.get("score"), rec.get("steps"), rec.get("duration_s"), rec.get("stop_reason"))
 
 
-def _read_float(root: str, rel: str) -> float | None:
-    """The number a score file in the run folder holds; None (with a warning when refused) if none."""
-    try:
-        text = read_in(root, rel, 100)
-        return None if len(text) > 100 else float(text.decode())  # a score is short: more is not one
-    except Refused as e:
-        warn(f"{root}/{rel}: the file {e}; not read")
-        return None
-    except (OSError, ValueError):
-        return None
-
-
 def _score(path, value: float | None) -> Final:
     """The Final of a score file: a number in [0, 1], else an evaluation error (NaN is no success)."""
     if value is None or not (0 <= value <= 1):
@@ -142,31 +126,17 @@ def _count_lines(root: str, rel: str) -> int | None:
         return None
 
 
-def _folders(root: str, pattern: str) -> list[str]:
-    """The folders matching `pattern` in run folder `root`, relative to it; one reached
-    through a link is left out with a warning (a run folder is read only inside itself)."""
-    found = []
-    for d in sorted(Path(root).glob(pattern)):
-        rel = d.relative_to(root).as_posix()
-        try:
-            if os.path.isdir(confined_dir(root, rel)):
-                found.append(rel)
-        except Refused as e:
-            warn(f"{d}: {e}; not read")
-    return found
-
-
 def _read_osworld(p: Path, listing) -> RunData:
     data = RunData(p.name, "osworld")
     root = run_root(p)
-    for example in _folders(root, "*/*"):
+    for example in subfolders(root, "*/*"):
         domain, task_id = example.split("/")
         data.domains[task_id] = domain
         result = f"{example}/result.txt"
         if not os.path.lexists(os.path.join(root, result)):
             data.pairs[(task_id, 0)] = None  # started, never scored: missing
             continue
-        final = _score(p / result, _read_float(root, result))
+        final = _score(p / result, read_number(root, result))
         if final.outcome != "error" and os.path.lexists(os.path.join(root, example, "traj.jsonl")):
             final.steps = _count_lines(root, f"{example}/traj.jsonl")
         data.pairs[(task_id, 0)] = final
@@ -177,59 +147,18 @@ def _read_osworld(p: Path, listing) -> RunData:
     return data
 
 
-def _dart_task(root: str, folder: str):
-    """(task id, task type, evaluator func) from a trace's task_config.json, or None if unreadable."""
-    path = f"{root}/{folder}/task_config.json"
-    try:
-        cfg = json.loads(read_in(root, f"{folder}/task_config.json"))
-    except (OSError, Refused, ValueError, RecursionError) as e:
-        warn(f"{path}: cannot read ({e}); trace skipped")
-        return None
-    if not isinstance(cfg, dict):
-        warn(f"{path}: not a JSON object; trace skipped")
-        return None
-    raw = cfg.get("raw") if isinstance(cfg.get("raw"), dict) else {}
-    task_id = raw.get("task_id")
-    if isinstance(task_id, int) and not isinstance(task_id, bool):
-        task_id = str(task_id)
-    if not (isinstance(task_id, str) and task_id):
-        if task_id not in (None, ""):
-            warn(f"{path}: raw.task_id is not a string; the folder name is used")
-        task_id = folder.rsplit("_", 1)[0]
-    task_type = raw.get("task_type")
-    if task_type is not None and not isinstance(task_type, str):
-        warn(f"{path}: raw.task_type is not a string; read as null")
-        task_type = None
-    evaluator = cfg.get("evaluator") or raw.get("evaluator")
-    func = evaluator.get("func") if isinstance(evaluator, dict) else None
-    return task_id, task_type, func
-
-
 def _read_dart(p: Path) -> RunData:
     data = RunData(p.name, "dart")
-    root = run_root(p)
-    traces: dict[str, list] = {}
-    for folder in _folders(root, "*/"):
-        if not os.path.lexists(os.path.join(root, folder, "task_config.json")):
-            continue
-        task = _dart_task(root, folder)
-        if task is None:
-            continue
-        task_id, task_type, func = task
-        data.domains[task_id] = task_type
-        if func == "infeasible":
-            data.infeasible.add(task_id)
-        traces.setdefault(task_id, []).append(folder)
-    for task_id, folders in traces.items():
-        for sample, folder in enumerate(folders):  # each trace is one sample
-            reward_file = f"{folder}/reward.txt"
-            there = os.path.lexists(os.path.join(root, reward_file))
-            value = _read_float(root, reward_file) if there else None
-            if not there:
+    for task_id, traces in read_traces(p).items():
+        for sample, t in enumerate(traces):  # each trace is one sample
+            data.domains[task_id] = t.task_type
+            if t.evaluator == "infeasible":
+                data.infeasible.add(task_id)
+            if not t.rewarded:
                 final = None
-            elif value in (-1.0, -2.0):  # DART's codes: evaluation failed / model failed
-                final = Final("error", None, stop_reason="eval_error" if value == -1.0 else "model_error")
+            elif t.reward in FAILED:
+                final = Final("error", None, stop_reason=FAILED[t.reward])
             else:
-                final = _score(p / reward_file, value)
+                final = _score(p / t.folder / "reward.txt", t.reward)
             data.pairs[(task_id, sample)] = final
     return data

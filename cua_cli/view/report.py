@@ -19,9 +19,10 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import InputError
+from .._util.atomic import write_atomic
+from .._util.diag import warn, warn_problems
+from ..errors import ReportError
 from ..runfolder.confined import Refused, confine, open_regular
-from ..runfolder.jsonl import warn, warn_problems
 from ..runfolder.names import pair_key
 from ..runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
 from ..stats.compare import task_scores
@@ -58,22 +59,8 @@ def _is_seconds(v) -> bool:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write a new file and rename it over `path`: whatever sits at `path` (a link
-    planted in the run folder, a hard link to a file elsewhere) is replaced, never
-    written through. Lone surrogates of task ids are written as \\udXXX."""
-    tmp = path.with_name(f".{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8", "backslashreplace"))
-        os.replace(tmp, path)
-    finally:  # a full disk or a stop signal leaves no half-written file behind
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
-class ReportError(InputError):
-    """A run that cannot be reported on, or a report folder that cannot be used: bad input."""
+    """Lone surrogates of task ids are written as \\udXXX."""
+    write_atomic(path, text.encode("utf-8", "backslashreplace"))
 
 
 class Report:

@@ -8,18 +8,14 @@
     backend.kill()             second stop signal: stop at once; claims go back to the queue
     backend.crashed            runners kept dying
 
-Backends are chosen by `runner.backend` through BACKENDS: a new one is one
+Backends are chosen by `runner.backend` through kinds.BACKENDS: a new one is one
 module plus one line there.
 """
 
 from typing import Callable, Protocol
 
-from ...registry import load
-
-BACKENDS = {
-    "local": "cua_cli.rollout.backends.local:LocalProcesses",
-    "ray": "cua_cli.rollout.backends.ray:RayActors",
-}
+from ..._util.registry import load
+from ...kinds import BACKENDS
 
 
 class RunnerBackend(Protocol):

@@ -13,12 +13,11 @@ import os
 import threading
 from dataclasses import replace
 
+from ..._util.signals import ignore_stop_signals
 from ...config import Config
 from ...models import shared_state
 from ...runfolder.writer import RunDir
-from ...signals import ignore_stop_signals
 from ..runner import Runner, RunnerSpec
-
 
 # Episode slots one runner process carries well: at about 1 ms of CPU per step (issue 13's
 # benchmark), 256 slots of 1-second steps keep its one interpreter a quarter busy.
@@ -51,6 +50,16 @@ def _process_main(spec: RunnerSpec, parent_pid: int, stop_flag, shared) -> None:
         done.set()
 
 
+class _InSharedMemory:
+    """Objects every runner process uses, in shared memory made before the processes start."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def share(self, cls, *args):
+        return cls(*args, ctx=self.ctx)
+
+
 class LocalProcesses:
     """Starts, watches and stops the runner processes of one rollout."""
 
@@ -65,7 +74,7 @@ class LocalProcesses:
         spec = RunnerSpec(cfg, str(run.path), env_url, secrets, 0, watch)
         self.specs = [replace(spec, slots=k) for k in self.slots]
         self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
-        self.shared = shared_state(cfg, self.ctx)  # e.g. endpoint loads, shared by every runner
+        self.shared = shared_state(cfg, _InSharedMemory(self.ctx))  # e.g. endpoint loads, shared by every runner
         self.procs: list = [None] * n
         self.restarts = 0
         self.crashed = False

@@ -23,10 +23,10 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from ..._util.redact import Redactor
 from ...errors import InputError
-from ...models.openai_chat import FleetVersions
-from ...models.routing import Router
-from ...redact import Redactor
+from ...fleet.server import FleetVersions
+from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
 from ...runfolder.writer import screenshot_name
 from ...tasks import task_from_dict
@@ -93,24 +93,34 @@ class _PushedVersions:
         return self.current
 
 
-class RemoteRouter:
-    """The Router of the OpenAI provider for runner actors: its counts live in one Ray actor."""
+class InActor:
+    """Objects every runner actor uses, each in a Ray actor of its own on the driver's node:
+    it lives as long as the driver does."""
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, node_id: str):
+        self.node_id = node_id
 
-    def acquire(self, exclude: int | None = None) -> int:
+    def share(self, cls, *args):
         import ray
-        return ray.get(self.handle.acquire.remote(exclude))
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        handle = ray.remote(num_cpus=0)(cls).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(self.node_id, soft=False)).remote(*args)
+        return Remote(handle, getattr(cls, "ONE_WAY", ()))
 
-    def take(self, i: int) -> None:
-        self.handle.take.remote(i)  # an actor runs one caller's calls in order: no need to wait
 
-    def release(self, i: int) -> None:
-        self.handle.release.remote(i)
+class Remote:
+    """Calls on an object in a Ray actor; the `one_way` ones are not waited for (an actor runs
+    one caller's calls in order, so they still happen before that caller's next call)."""
 
-    def failed(self, i: int) -> None:
-        self.handle.failed.remote(i)
+    def __init__(self, handle, one_way=()):
+        self.handle, self.one_way = handle, frozenset(one_way)
+
+    def __getattr__(self, name: str):
+        method = getattr(self.handle, name)
+        if name in self.one_way:
+            return lambda *args: method.remote(*args) and None
+        import ray
+        return lambda *args: ray.get(method.remote(*args))
 
 
 def _unreachable(urls: dict) -> list[str]:
@@ -159,8 +169,7 @@ class RunnerActor:
         if versions is not None:
             self.player.model.versions = self.versions
         self.stop = threading.Event()
-        self.urls = {"env.url": env_url, **{f"model.endpoints[{i}]": e for i, e in enumerate(cfg.model.endpoints)
-                                            if cfg.model.provider == "openai"}}
+        self.urls = {"env.url": env_url, **{f"model.endpoints[{i}]": e for i, e in enumerate(model_servers(cfg))}}
 
     def ready(self) -> tuple[str, list[str]]:
         """This actor's node address, and the servers it cannot reach."""
@@ -225,13 +234,7 @@ class RayActors:
         if not ray.is_initialized() and not self._join(rc.address) or stopping():
             return
         here = ray.get_runtime_context().get_node_id()
-        shared = None
-        if self.cfg.model.provider == "openai":
-            # Endpoint loads counted in one actor for all runner actors, on this node: it lives as long as we do.
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-            shared = RemoteRouter(ray.remote(num_cpus=0)(Router).options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote(
-                    len(self.cfg.model.endpoints)))
+        shared = shared_state(self.cfg, InActor(here))  # e.g. endpoint loads, counted for all runner actors
         n = self._count_actors()
         slots = math.ceil(self.cfg.runner.num_envs / n)
         actor = ray.remote(max_concurrency=slots + 4, num_cpus=rc.num_cpus)(RunnerActor)

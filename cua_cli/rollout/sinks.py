@@ -1,4 +1,4 @@
-"""Sinks: where finished trajectories go besides the run folder (DART's folders, DART's MySQL table).
+"""Sinks: where finished trajectories go besides the run folder (today DART's folders and MySQL table: dart/sink.py).
 
 The run folder stays the source of truth. A SinkFollower in the rollout's
 driver reads episodes.jsonl as it grows and hands each finished trajectory
@@ -9,50 +9,25 @@ simply replays what is not there yet: nothing finished is ever lost.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import CuaError
+from .._util.diag import warn, warn_problems
+from ..errors import CuaError, SinkUnavailable
 from ..runfolder.confined import Refused, read_in, run_root
-from ..runfolder.jsonl import scan, warn, warn_problems
+from ..runfolder.finished import Finished, trace_id
+from ..runfolder.jsonl import scan
 from ..runfolder.names import pair_key
-from ..runfolder.reader import read_steps, trajectory_dir
+from ..runfolder.reader import trajectory_dir
 from ..runfolder.records import episode_record
-
-
-class SinkUnavailable(CuaError):
-    """The sink cannot take trajectories now (a database down): try again later."""
-
-
-@dataclass(frozen=True)
-class Finished:
-    run_id: str
-    run_dir: Path
-    record: dict        # the episode line (checked by runfolder.records.episode_record)
-    traj_dir: Path      # run_dir / record["traj"], inside run_dir (runfolder.reader.trajectory_dir)
-    task: dict          # the pair's task: task_id, domain, instruction, config, evaluator ({} if gone)
-    trace_id: str       # stable per attempt: the same run, task, sample and attempt give the same id
-
-    def steps(self) -> list[dict]:
-        """The trajectory's step lines, ordered by step."""
-        steps, problems, path = read_steps(str(self.traj_dir))
-        warn_problems(path, problems)
-        return [s for _, s in steps]
 
 
 class Sink(Protocol):
     def write(self, t: Finished) -> object: ...
     def close(self) -> None: ...
-
-
-def trace_id(run_id: str, task_id: str, sample: int, attempt: int) -> str:
-    text = json.dumps([run_id, task_id, sample, attempt]).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(text).hexdigest()[:16]
 
 
 class SinkFollower:
@@ -149,43 +124,3 @@ class SinkFollower:
         for sink in self.sinks:
             sink.close()
         return len(self.waiting) + len(self.unfiled)
-
-
-class DartSink:
-    """What DART's rollouter leaves for DART-GUI's trainer: the trajectory's folder, then its
-    `rollout_run` row pointing at that folder (either may be off)."""
-
-    def __init__(self, folders=None, rows=None):
-        self.folders, self.rows = folders, rows
-
-    def write(self, t: Finished) -> None:
-        split_dir = str(self.folders.root / self.folders.write(t)) if self.folders else None
-        if self.rows:
-            self.rows.write(t, split_dir)
-
-    def close(self) -> None:
-        if self.rows:
-            self.rows.close()
-
-
-def mysql_sink(cfg, secrets: dict):
-    """A connection to storage.mysql's database (each thread needs its own)."""
-    from .mysql import InsertRule, MySQLSink
-    m = cfg.storage.mysql
-    return MySQLSink(secrets["mysql"], InsertRule(m.min_steps_for_zero, m.skip_errors))
-
-
-def make_sinks(cfg, secrets: dict) -> list[Sink]:
-    """The sinks the config's `storage` section asks for; a database is reached now, so a bad URL fails at once."""
-    dart = cfg.storage.dart
-    folders = rows = None
-    if dart.root:
-        from .dart_folder import DartFolderSink
-        folders = DartFolderSink(cfg.resolve_path(dart.root))
-    if cfg.storage.mysql.url_env:
-        rows = mysql_sink(cfg, secrets)
-        try:
-            rows.ping()
-        except SinkUnavailable as e:  # down now, maybe not for long: rows follow once it is back
-            warn(f"storage.mysql: {e}; the rollout starts, and its rows follow when the database is back")
-    return [DartSink(folders, rows)] if folders or rows else []

@@ -4,7 +4,8 @@ import math
 import random
 import time
 
-from .errors import InfraError, Stopped
+from ..errors import InfraError, Stopped
+from .diag import detail
 from .httpclient import BadAnswer, BadStatus, HttpError, NoAnswer, Unreachable
 
 
@@ -44,6 +45,7 @@ def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_de
             retry = transient(e) if idempotent else never_sent(e)
             if not retry or attempt == retries:
                 raise error(f"{what}: {describe(e)}") from e
+            detail(f"{what}: {describe(e)}; try {attempt + 2} of {retries + 1}")
         # Jitter keeps many runners from retrying in lockstep.
         pause(base_delay * 2 ** attempt * (0.5 + random.random()), should_stop, deadline)
 

@@ -15,7 +15,7 @@ import os
 import re
 from urllib.parse import unquote
 
-from .errors import InputError
+from ..errors import InputError
 
 # URL userinfo, in URLs that are malformed too: after a scheme (`://`, also percent-encoded),
 # everything up to the LAST `@` (or `%40`) of the word, so a password holding `/`, `@`, `#` or `?`

@@ -6,17 +6,16 @@ others keep serving, and every later step carries the new model_version (the
 checkpoint's path, which DART's trainer matches its rows against) and policy_version.
 """
 
-import sys
 import threading
 
-from ..errors import CuaError
+from .._util.diag import note
+from ..errors import CuaError, SinkUnavailable
 from ..fleet.control import request_reload
-from ..sinks import SinkUnavailable
 
 
 class CheckpointWatcher:
     def __init__(self, rows, run_id: str, fleet_file, every_s: float = 5.0, reload_timeout_s: float = 3600.0):
-        self.rows = rows            # a MySQLSink of its own: a connection is not shared between threads
+        self.rows = rows            # a DartDatabase of its own: a connection is not shared between threads
         self.run_id = run_id
         self.fleet_file = fleet_file
         self.every_s = every_s
@@ -30,7 +29,7 @@ class CheckpointWatcher:
             known = self.rows.checkpoints(self.run_id)
             self.latest = known[-1]["version"] if known else None
         except SinkUnavailable as e:
-            _say(f"checkpoints: {e}; looking again in {self.every_s:.0f} s")
+            note(f"checkpoints: {e}; looking again in {self.every_s:.0f} s")
         self._thread = threading.Thread(target=self._follow, name="cua-reloads", daemon=True)
         self._thread.start()
 
@@ -39,17 +38,17 @@ class CheckpointWatcher:
             try:
                 new = self.rows.checkpoints(self.run_id, after=self.latest)
             except SinkUnavailable as e:
-                _say(f"checkpoints: {e}; looking again in {self.every_s:.0f} s")
+                note(f"checkpoints: {e}; looking again in {self.every_s:.0f} s")
                 continue
             if not new:
                 continue
             newest = new[-1]  # a trainer faster than the reloads: skip to its latest weights
             self.latest = newest["version"]
-            _say(f"checkpoint {newest['version']} of {self.run_id}: reloading the fleet onto {newest['path']}")
+            note(f"checkpoint {newest['version']} of {self.run_id}: reloading the fleet onto {newest['path']}")
             try:
-                request_reload(self.fleet_file, newest["path"], newest["path"], self.reload_timeout_s, _say)
+                request_reload(self.fleet_file, newest["path"], newest["path"], self.reload_timeout_s, note)
             except CuaError as e:  # the fleet stays on what it serves; the next checkpoint tries again
-                _say(f"reload onto {newest['path']} failed: {e}")
+                note(f"reload onto {newest['path']} failed: {e}")
 
     def stop(self) -> None:
         self._stop.set()
@@ -58,6 +57,3 @@ class CheckpointWatcher:
         if not self._thread.is_alive():
             self.rows.close()
 
-
-def _say(message: str) -> None:
-    print(f"cua: {message}", file=sys.stderr, flush=True)

@@ -20,10 +20,10 @@ import hashlib
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..errors import CuaError, InputError
-from ..redact import Redactor
+from .._util.redact import Redactor
+from ..errors import CuaError, InputError, SinkUnavailable
+from ..runfolder.finished import Finished
 from ..runfolder.names import encode_task_id
-from . import Finished, SinkUnavailable
 
 ROLLOUT_RUN_DDL = """CREATE TABLE IF NOT EXISTS `rollout_run` (
   `id` bigint NOT NULL AUTO_INCREMENT,
@@ -168,7 +168,7 @@ def _parse_url(url: str, redact: Redactor) -> dict:
             "password": unquote(parts.password or ""), "database": database, "unix_socket": socket}
 
 
-class MySQLSink:
+class DartDatabase:
     """Writes finished trajectories to DART's `rollout_run` and reads DART's `checkpoint` table.
 
     Connects on first use and again after a failure. A database that is down,

@@ -10,12 +10,12 @@ import math
 import time
 from dataclasses import dataclass
 
+from .._util.budget import Budget
+from .._util.httpclient import BadStatus, Client, Response
+from .._util.png import SIGNATURE, png_size
+from .._util.retry import describe, pause, with_retries
 from ..actions import to_command
-from ..budget import Budget
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, TaskRefused
-from ..httpclient import BadStatus, Client, Response
-from ..png import SIGNATURE, png_size
-from ..retry import describe, pause, with_retries
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 

@@ -1,12 +1,12 @@
 """Adaptive rollouts, DART's way: rounds of samples per task, fewer for tasks the policy already solves.
 
 Round one gives every task `rollout_n` samples. Whenever the queue runs dry,
-the next round gives each task the count DART's rule (cua_cli/adaptive.py)
+the next round gives each task the count DART's rule (cua_cli/dart/adaptive.py)
 takes from its latest scores in this run, as new samples after its last one.
 """
 
-from ..adaptive import Rule, next_round
 from ..runfolder.reader import RunReader
+from .adaptive import Rule, next_round
 
 
 class AdaptiveRounds:

@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import EpisodeTimeout
+from ..errors import EpisodeTimeout
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,6 @@ from importlib import import_module
 
 
 def load(entry: str):
-    """The class an entry such as "cua_cli.envs.cluster:ClusterEnv" names."""
+    """The class an entry such as "cua_cli.envs.env_cluster:ClusterEnv" names."""
     module, _, name = entry.partition(":")
     return getattr(import_module(module), name)

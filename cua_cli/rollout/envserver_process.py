@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
+from .._util.procgroup import kill_group
 from ..errors import CuaError
-from ..procgroup import kill_group
 
 
 class LocalEnvServer:

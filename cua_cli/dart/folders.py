@@ -30,15 +30,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import CuaError
 from ..runfolder.confined import Refused, open_in
+from ..runfolder.finished import Finished
 from ..runfolder.names import encode_task_id
 from ..runfolder.reader import show_path
-
-if TYPE_CHECKING:
-    from . import Finished
 
 # DART's system message; Qwen2-VL's chat template inserts the same one when a prompt has none.
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
@@ -70,7 +67,7 @@ class DartFolderSink:
     def __init__(self, root: Path):
         self.root = Path(root)
 
-    def write(self, t: "Finished") -> str:
+    def write(self, t: Finished) -> str:
         """The folder name written for `t`, or found already written: a trajectory is never written twice."""
         torch = _torch()
         name = f"{folder_part(t.record['task_id'])}_{folder_part(t.trace_id)}"

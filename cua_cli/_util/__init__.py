@@ -1,0 +1,1 @@
+"""Plumbing with no knowledge of cua's domain: HTTP, retries, signals, processes, files, text."""

@@ -1,0 +1,37 @@
+"""The name of every pluggable kind, and the class each one is ("module:Class").
+
+A leaf: the config checks kind names against these tables without importing a
+single plug-in, and a kind's module is imported only when a run uses it
+(`_util.registry.load`). A new kind is one module plus one line here.
+"""
+
+# env.kind: the protocol the env speaks
+ENVS = {
+    "cluster": "cua_cli.envs.env_cluster:ClusterEnv",
+    "agentgym": "cua_cli.envs.agentgym:AgentGymEnv",
+}
+
+# agent.kind: a model family's prompt and answer format
+AGENTS = {
+    "uitars": "cua_cli.agents.uitars:UITarsAgent",
+    "react": "cua_cli.agents.react:ReactAgent",
+    "webarena": "cua_cli.agents.webarena:WebArenaAgent",
+}
+
+# model.provider: where answers come from
+PROVIDERS = {
+    "openai": "cua_cli.models.openai_chat:OpenAIChat",
+    "random": "cua_cli.models.random_actions:RandomActions",
+    "replay": "cua_cli.models.replay:Replay",
+}
+
+# runner.backend: where runners run
+BACKENDS = {
+    "local": "cua_cli.rollout.backends.local:LocalProcesses",
+    "ray": "cua_cli.rollout.backends.ray:RayActors",
+}
+
+# env.env with env.kind agentgym: the AgentGym env servers cua speaks to, each with a preset
+# (envs/agentgym_presets.py) and, but for WebArena, a ReAct prompt (agents/agentgym_prompts.py)
+AGENTGYM_ENVS = ("webarena", "textcraft", "babyai", "sciworld", "alfworld", "webshop", "sqlgym", "searchqa",
+                 "maze", "wordle", "weather", "movie", "academia", "todo", "sheet")
