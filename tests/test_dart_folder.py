@@ -23,7 +23,7 @@ EOS = 151645  # <|im_end|>: vLLM's sampled tokens end with it
 
 @dataclass(frozen=True)
 class Finished:
-    """Built the way cua_cli.rollout.sinks.Finished is (same fields, same steps())."""
+    """Built the way cua_cli.runfolder.finished.Finished is (same fields, same steps())."""
     run_id: str
     run_dir: Path
     record: dict

@@ -188,7 +188,7 @@ class DartDatabase:
         try:
             import pymysql
         except ImportError:
-            raise CuaError("the MySQL sink needs PyMySQL: pip install -e .[dart]") from None
+            raise CuaError("DART's database needs PyMySQL: pip install -e .[dart]") from None
         self._pymysql = pymysql
         self.rule = rule or InsertRule()
         self.connect_timeout, self.io_timeout = connect_timeout, io_timeout
