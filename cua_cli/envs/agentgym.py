@@ -15,6 +15,7 @@ import math
 from .._util.budget import Budget
 from .._util.httpclient import Client
 from .._util.retry import with_retries
+from .._util.text import clip
 from ..errors import EnvError, TaskRefused
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
@@ -53,9 +54,9 @@ class AgentGymEnv:
         try:
             data = r.json()
         except (ValueError, RecursionError):
-            raise EnvError(f"{self.name} {what}: answer is not JSON: {r.text[:500]!r}") from None
+            raise EnvError(f"{self.name} {what}: answer is not JSON: {clip(r.text, 500)!r}") from None
         if isinstance(data, dict) and "error" in data:
-            raise EnvError(f"{self.name} {what}: {str(data['error'])[:500]}")
+            raise EnvError(f"{self.name} {what}: {clip(str(data['error']), 500)}")
         return data
 
     def allocate(self, task: Task, budget: Budget) -> "AgentGymSession":
@@ -69,7 +70,7 @@ class AgentGymEnv:
         env_id = data if self.preset.create_answers_int else (data.get(self.preset.id_field)
                                                               if isinstance(data, dict) else None)
         if type(env_id) is not int:
-            raise EnvError(f"{self.name} create: no env id in the answer: {str(data)[:200]}")
+            raise EnvError(f"{self.name} create: no env id in the answer: {clip(str(data), 200)}")
         session = AgentGymSession(self, env_id)
         try:
             session.reset(idx, budget)
@@ -100,7 +101,7 @@ class AgentGymSession:
         keys = self.env.preset.reset_observation
         if keys:  # e.g. SciWorld states the task beside the first observation, not in it
             if not isinstance(data, dict):
-                raise EnvError(f"{self.env.name} reset: expected an object, got {str(data)[:200]}")
+                raise EnvError(f"{self.env.name} reset: expected an object, got {clip(str(data), 200)}")
             self.latest = self._with_actions("\n".join(_text(data.get(k), self.env.name, "reset") for k in keys),
                                              data)
 
@@ -126,12 +127,12 @@ class AgentGymSession:
             sent.append(wire_action(p, action))
             data = self.env.call("step", "POST", "step", budget, self._body(action=sent[-1]), idempotent=False)
             if not isinstance(data, dict):
-                raise EnvError(f"{self.env.name} step: expected an object, got {str(data)[:200]}")
+                raise EnvError(f"{self.env.name} step: expected an object, got {clip(str(data), 200)}")
             self.latest = self._with_actions(_text(data.get(p.step_observation), self.env.name, "step"), data)
             reward = data.get(p.reward_key)
             reward = 0.0 if reward is None else reward
             if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
-                raise EnvError(f"{self.env.name} step: {p.reward_key} is not a finite number: {str(reward)[:100]}")
+                raise EnvError(f"{self.env.name} step: {p.reward_key} is not a finite number: {clip(str(reward), 100)}")
             self.done = any(data.get(k) is True for k in p.done_keys)
             self.reward = float(reward) if self.done or not p.reward_when_done else 0.0
             if self.done:
@@ -153,7 +154,7 @@ class AgentGymSession:
 
 def _text(value, env: str, what: str) -> str:
     if not isinstance(value, str):
-        raise EnvError(f"{env} {what}: the observation is not text: {str(value)[:200]}")
+        raise EnvError(f"{env} {what}: the observation is not text: {clip(str(value), 200)}")
     if len(value) > MAX_OBSERVATION_CHARS:
         raise EnvError(f"{env} {what}: an observation of {len(value)} characters")
     return value

@@ -14,6 +14,7 @@ from .._util.budget import Budget
 from .._util.httpclient import BadStatus, Client, Response
 from .._util.png import SIGNATURE, png_size
 from .._util.retry import describe, pause, with_retries
+from .._util.text import clip
 from ..actions import to_command
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, TaskRefused
 from ..tasks import Task
@@ -124,7 +125,7 @@ class ClusterSession:
         reward = data.get("reward", result) if isinstance(data, dict) else None
         for name, value in (("result", result), ("reward", reward)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise EvalError(f"evaluate: {name} is not a finite number: {str(value)[:100]}")
+                raise EvalError(f"evaluate: {name} is not a finite number: {clip(str(value), 100)}")
         return Evaluation(float(reward), min(max(float(result), 0.0), 1.0))
 
     def release(self, budget: Budget) -> None:

@@ -27,6 +27,7 @@ from selenium.webdriver.common.actions.wheel_input import WheelInput
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
 
+from cua_cli._util.text import clip
 from cua_cli.envserver.pyautogui_subset import Command
 
 gymnasium.register_envs(miniwob)  # importing miniwob registers its ids; this says the import is used
@@ -78,9 +79,9 @@ UTTERANCE_JS = "var u = core.getUtterance(); return typeof u === 'string' ? u : 
 def check_task(task: str) -> None:
     """Raise ValueError unless `task` names a MiniWoB task (e.g. "click-test-2")."""
     if task.startswith("flight."):
-        raise ValueError(f"FlightWoB task {task[:100]!r} is not supported")
+        raise ValueError(f"FlightWoB task {clip(task, 100)!r} is not supported")
     if f"miniwob/{task}-v1" not in gymnasium.registry:
-        raise ValueError(f"unknown MiniWoB task {task[:100]!r}")
+        raise ValueError(f"unknown MiniWoB task {clip(task, 100)!r}")
 
 
 def _chrome_paths() -> tuple[str, str]:

@@ -15,6 +15,7 @@ import psutil
 from .._util.atomic import write_atomic
 from .._util.httpclient import Client, HttpError
 from .._util.procgroup import kill_group, live
+from .._util.text import clip
 from ..errors import FleetFileError
 
 HTTP = Client()  # health probes: cua's client, so a server that answers slowly is held to the whole timeout
@@ -142,7 +143,7 @@ def read_fleet(path: Path) -> dict:
     except OSError as e:  # a folder, no permission
         raise FleetFileError(f"{path}: cannot read the fleet file: {e.strerror}") from None
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested without end
-        raise FleetFileError(f"{path}: not a fleet file: {str(e)[:200]}") from None
+        raise FleetFileError(f"{path}: not a fleet file: {clip(str(e), 200)}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("servers"), list):
         raise FleetFileError(f"{path}: not a fleet file: no 'servers' list")
     for i, server in enumerate(doc["servers"]):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .._util.diag import warn, warn_problems
+from .._util.text import clip
 from ..errors import CuaError, SinkUnavailable
 from ..runfolder.confined import Refused, read_in, run_root
 from ..runfolder.finished import Finished, trace_id
@@ -76,7 +77,7 @@ class SinkFollower:
                     self.retry_at = time.monotonic() + self.RETRY_S
                     break
                 except CuaError as e:  # this trajectory cannot go there (say, recorded without its prompt)
-                    warn(f"{type(sink).__name__}: {t.record['task_id'][:100]!r} sample {t.record['sample']}: {e}")
+                    warn(f"{type(sink).__name__}: {clip(t.record['task_id'], 100)!r} sample {t.record['sample']}: {e}")
                 self.done[i].add(t.trace_id)
         self.waiting = [t for t in self.waiting if not all(t.trace_id in d for d in self.done)]
 

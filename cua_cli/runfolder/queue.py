@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from .._util.atomic import write_atomic
+from .._util.text import clip
 from .confined import Refused, open_regular
 from .jsonl import append_line, read_from
 from .lock import QueueLock
@@ -68,7 +69,7 @@ def read_item(path) -> dict:
     item.setdefault("errors", 0)
     for key in ("sample", "attempt", "errors"):
         if not is_index(item[key]):
-            raise ValueError(f"{key!r} must be an integer >= 0, got {str(item[key])[:80]}")
+            raise ValueError(f"{key!r} must be an integer >= 0, got {clip(str(item[key]), 80)}")
     if item.get("lease") is not None and not isinstance(item["lease"], dict):
         raise ValueError("'lease' must be an object")
     return item
@@ -179,7 +180,7 @@ class DirQueue:
                 key = pair_key(item["task_id"], item["sample"])
                 if key != name and self._state_of(key) is not None:
                     self._reject(path, name, "pending",
-                                 f"pair ({item['task_id'][:200]!r}, {item['sample']}) is already queued")
+                                 f"pair ({clip(item['task_id'], 200)!r}, {item['sample']}) is already queued")
                     continue
                 self._schedule(item)  # files dropped in by other processes count too
                 token = uuid.uuid4().hex

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from .._util.diag import warn, warn_problems
+from .._util.text import clip
 from .confined import Refused, confined_dir, read_in
 from .jsonl import scan
 from .records import episode_record, is_index, scheduled_record, supersedes
@@ -108,7 +109,7 @@ def read_steps(traj_dir: str) -> tuple[list[tuple[int, dict]], list, str]:
 
 def show_path(v) -> str:
     """A path from a record, for a warning: short, and quoted so its ends show."""
-    return repr(v[:80] + "..." if len(v) > 80 else v) if isinstance(v, str) else f"of type {type(v).__name__}"
+    return repr(clip(v, 83)) if isinstance(v, str) else f"of type {type(v).__name__}"
 
 
 def subfolders(root: str, pattern: str) -> list[str]:
