@@ -1,4 +1,4 @@
-"""`cua export`: run folders -> step-wise rows an RL trainer reads (README, "Training data").
+"""`cua export`: run folders -> step-wise rows an RL trainer reads (docs/guides/training-data.md).
 
     runs.py      the runs, each once, and the attempts to export
     groups.py    GRPO groups and their score statistics

@@ -1,4 +1,4 @@
-"""One attempt's rows: one per model call, read from its traj.jsonl (fields: README, `cua export`).
+"""One attempt's rows: one per model call, read from its traj.jsonl (fields: docs/reference/export-schema.md).
 
 A step line is data, possibly crafted: every field a row takes is checked, and
 a mistyped one becomes null with a warning naming the file and line. Token

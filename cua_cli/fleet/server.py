@@ -102,7 +102,7 @@ class Server:
             return ""
 
     def entry(self) -> dict:
-        """This server's line in the fleet file (see README)."""
+        """This server's line in the fleet file (docs/guides/model-fleets.md)."""
         return {"url": self.url, "pid": self.proc.pid if self.proc else None, "gpus": self.gpus,
                 "model": self.model, "served_model_name": self.served_model_name,
                 "started_at": self.started_at, "restarts": self.restarts, "log": str(self.log_path), **self.meta}

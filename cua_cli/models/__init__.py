@@ -84,7 +84,7 @@ class Reply:
     sampling: dict | None = None           # with record_tokens: the sampling parameters sent
 
     def token_fields(self) -> dict:
-        """The tokens of this answer as a step records them (see README, run folder)."""
+        """The tokens of this answer as a step records them (docs/reference/run-folder.md)."""
         if self.prompt_token_ids is not None:  # model.record_tokens
             return {"prompt_token_ids": self.prompt_token_ids, "response_token_ids": self.token_ids,
                     "response_logprobs": self.logprobs, "finish_reason": self.finish_reason}

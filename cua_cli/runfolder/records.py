@@ -1,4 +1,4 @@
-"""The records of a run folder, defined once (see README): `run.json`'s format
+"""The records of a run folder, defined once (docs/reference/run-folder.md): `run.json`'s format
 version, the lines of `scheduled.jsonl` and `episodes.jsonl`, a trajectory's
 step line, and which attempt is a pair's final result.
 
@@ -150,7 +150,7 @@ def step_line(step: int, time: float, observation) -> dict:
 
 
 def _response(text: str | None) -> dict:
-    """A model answer as a record stores it: cut at MAX_RESPONSE_CHARS, and then marked (see README)."""
+    """A model answer as a record stores it: cut at MAX_RESPONSE_CHARS, and then marked (docs/reference/run-folder.md)."""
     if text is None or len(text) <= MAX_RESPONSE_CHARS:
         return {"response": text}
     return {"response": text[:MAX_RESPONSE_CHARS], "response_truncated": True, "response_chars": len(text)}

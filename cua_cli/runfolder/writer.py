@@ -1,4 +1,4 @@
-"""The run folder (results/<run>/): its layout is a contract, see README."""
+"""The run folder (results/<run>/): its layout is a contract: docs/reference/run-folder.md."""
 
 import json
 import os
