@@ -22,7 +22,7 @@ LAYERS = [
     ["cua_cli._util"],                                      # plumbing with no domain knowledge
     ["cua_cli.kinds"],                                      # names of every pluggable kind (a leaf)
     ["cua_cli.config"],                                     # what a config may say
-    ["cua_cli.pyautogui_vocab", "cua_cli.actions", "cua_cli.tasks"],
+    ["cua_cli.pyautogui_vocab", "cua_cli.actions", "cua_cli.osworld", "cua_cli.tasks"],  # what a task is
     ["cua_cli.runfolder"],                                  # the run folder: queue, records, readers
     ["cua_cli.fleet", "cua_cli.envserver"],                 # model servers; the built-in env server
     ["cua_cli.models"],
