@@ -119,6 +119,58 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
         sys.exit(out.exit_status)
 
 
+@main.group("config")
+def config_group():
+    """Check a config, and describe what configs may say.
+
+    \b
+    Examples:
+      cua config show configs/demo.yaml --set runner.num_envs=8
+      cua config schema > cua-config.schema.json
+    """
+
+
+@config_group.command("show")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a config key, as `cua rollout --set` does (repeatable).")
+def config_show(config, overrides):
+    """Print CONFIG as cua reads it: every key, defaults filled in, as YAML.
+
+    The file is checked as `cua rollout` reads it (exit 2 naming the key if
+    it is wrong); what only a rollout needs (the fleet file, --watch) is not.
+    Paths stay as written (relative to CONFIG); URL passwords are masked.
+
+    \b
+    Example:
+      cua config show configs/demo.yaml --set runner.num_envs=8
+    """
+    from .config import resolved_yaml
+
+    click.echo(resolved_yaml(load_config(config, overrides)), nl=False)
+
+
+@config_group.command("schema")
+@click.option("--fleet", is_flag=True, help="The schema of `cua start-models --config` files instead.")
+def config_schema(fleet):
+    """Print the JSON Schema of rollout configs, for editors and checkers.
+
+    Every key with its type, range, default and description. The repo keeps
+    it as cua-config.schema.json (and cua-fleet-config.schema.json); a YAML
+    file whose first line is
+    `# yaml-language-server: $schema=PATH/cua-config.schema.json` gets
+    completion and checking in editors that speak the YAML language server.
+
+    \b
+    Examples:
+      cua config schema > cua-config.schema.json
+      cua config schema --fleet > cua-fleet-config.schema.json
+    """
+    from .config import fleet_json_schema, json_schema
+
+    click.echo(json.dumps(fleet_json_schema() if fleet else json_schema(), indent=2))
+
+
 @main.command("env-server")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8100, show_default=True, help="Port (0 picks a free one).")

@@ -1,8 +1,9 @@
 """The name of every pluggable kind, and the class each one is ("module:Class").
 
-A leaf: the config checks kind names against these tables without importing a
-single plug-in, and a kind's module is imported only when a run uses it
-(`_util.registry.load`). A new kind is one module plus one line here.
+A leaf: the config checks kind names (and which agents can play which envs)
+against these tables without importing a single plug-in, and a kind's module
+is imported only when a run uses it (`_util.registry.load`). A new kind is one
+module plus one line here (and, for an env or an agent, one in its MODALITIES).
 """
 
 # env.kind: the protocol the env speaks
@@ -11,11 +12,24 @@ ENVS = {
     "agentgym": "cua_cli.envs.agentgym:AgentGymEnv",
 }
 
+# What each env kind serves and each agent kind plays: "gui" (screenshots in, GUI actions out) or
+# "text" (text in, text actions out). An agent plays only envs of its own modality.
+ENV_MODALITIES = {
+    "cluster": "gui",
+    "agentgym": "text",
+}
+
 # agent.kind: a model family's prompt and answer format
 AGENTS = {
     "uitars": "cua_cli.agents.uitars:UITarsAgent",
     "react": "cua_cli.agents.react:ReactAgent",
     "webarena": "cua_cli.agents.webarena:WebArenaAgent",
+}
+
+AGENT_MODALITIES = {
+    "uitars": "gui",
+    "react": "text",
+    "webarena": "text",
 }
 
 # model.provider: where answers come from

@@ -1,16 +1,15 @@
 """Bad input gets a clear error naming the file and key, through the real CLI (exit 2)."""
 
-import dataclasses
 import json
 import time
-import typing
 
 import pytest
 import yaml
-from conftest import ROOT, run_cua
+from helpers.cli import ROOT, run_cua
 
-from cua_cli.config import Config, FleetConfig, load_config, load_fleet_config, vllm_flags
+from cua_cli.config import Config, FleetConfig, for_rollout, load_config, load_fleet_config, vllm_flags
 from cua_cli.errors import ConfigError
+from cua_cli.kinds import AGENT_MODALITIES, AGENTS, ENV_MODALITIES, ENVS
 from cua_cli.tasks import load_tasks
 
 GOOD = """
@@ -243,19 +242,20 @@ def test_range_edges(write, key, ok, bad):
 
 
 def test_every_numeric_key_has_a_range():
-    numeric = (int, float, typing.Optional[int], typing.Optional[float], list[int])
-
-    def walk(cls):
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            tp = hints[f.name]
-            if dataclasses.is_dataclass(tp):
-                yield from walk(tp)
-            elif tp in numeric:
-                yield cls.__name__, f.name, f.metadata.get("check")
-    found = list(walk(Config)) + list(walk(FleetConfig))
+    """Walks the JSON Schema, which pydantic writes from the very constraints it checks."""
+    def walk(schema, defs, where):
+        schema = defs[schema["$ref"].rsplit("/", 1)[-1]] if "$ref" in schema else schema
+        for name, prop in schema.get("properties", {}).items():
+            for alt in prop.get("anyOf", [prop]):  # Optional[X]: X or null
+                alt = alt.get("items", alt) if alt.get("type") == "array" else alt
+                if "$ref" in alt:
+                    yield from walk(alt, defs, f"{where}{name}.")
+                elif alt.get("type") in ("integer", "number"):
+                    yield f"{where}{name}", ("minimum" in alt or "exclusiveMinimum" in alt) and "maximum" in alt
+    found = [f for model in (Config, FleetConfig) for schema in [model.model_json_schema()]
+             for f in walk(schema, schema.get("$defs", {}), "")]
     assert len(found) > 25
-    assert [(c, n) for c, n, check in found if check is None] == []
+    assert [key for key, ranged in found if not ranged] == []
 
 
 @pytest.mark.parametrize("text, key", [
@@ -312,3 +312,74 @@ def test_a_run_name_may_hold_any_character_but_nul(write):
     with pytest.raises(ConfigError) as e:
         load_config(str(path), ('run.name="a\\0b"',))
     assert "run.name" in str(e.value) and "NUL" in str(e.value)
+
+
+# --- What `cua rollout` accepts beyond a valid config (config.for_rollout): each refusal names the key ---
+
+AGENTGYM_LOCAL = "tasks: {kind: agentgym}\nenv: {kind: agentgym, url: local}\nagent: {kind: react}\n"
+
+
+@pytest.mark.parametrize("texts, watch, expected", [
+    (["env: {kind: agentgym, url: 'http://127.0.0.1:9'}"], False,
+     "agent.kind: uitars plays gui envs, but env.kind agentgym is a text env"),
+    (["agent: {kind: react}"], False, "agent.kind: react plays text envs, but env.kind cluster is a gui env"),
+    (["tasks: {adaptive: {rounds: 2}}"], False, "tasks.adaptive: adaptive rounds run as a service: add --watch"),
+    ([AGENTGYM_LOCAL, "env: {agentgym: {env: textcraft}}"], False,
+     "env.agentgym.env: the local env server speaks AgentGym's webarena protocol only, not textcraft"),
+    ([AGENTGYM_LOCAL], False, "env.local.agentgym_tasks: list the MiniWoB tasks the local server's AgentGym routes"),
+    (["model: {fleet: missing.json}"], True, "model.fleet: "),
+])
+def test_rollout_refuses_what_it_cannot_play_naming_the_key(write, texts, watch, expected):
+    path = write("r.yaml", _merged(GOOD, *texts))
+    cfg = load_config(str(path))  # a valid config: other commands read it
+    with pytest.raises(ConfigError) as e:
+        for_rollout(cfg, watch)
+    assert str(e.value).startswith(f"{path}: ") and expected in str(e.value)
+
+
+@pytest.mark.parametrize("texts, watch", [
+    (["tasks: {adaptive: {rounds: 2}}"], True),
+    ([AGENTGYM_LOCAL, "env: {local: {agentgym_tasks: [click-test]}}"], False),
+    ([AGENTGYM_LOCAL, "env: {url: 'http://127.0.0.1:9', agentgym: {env: textcraft}}"], False),
+])
+def test_rollout_accepts_what_it_can_play(write, texts, watch):
+    for_rollout(load_config(str(write("r.yaml", _merged(GOOD, *texts)))), watch)
+
+
+@pytest.mark.parametrize("fleet, expected", [
+    (None, "no fleet file (start one with `cua start-models`)"),
+    ("{not json", "not a fleet file"),
+    ('{"servers": [{"pid": 1}]}', "servers[0] needs a 'url' string"),
+    ('{"supervisor_pid": 1, "servers": []}', "lists no healthy server"),
+])
+def test_rollout_refuses_a_missing_or_unhealthy_fleet(write, tmp_path, fleet, expected):
+    if fleet is not None:
+        write("fleet/fleet.json", fleet)
+    cfg = load_config(str(write("r.yaml", GOOD + "model: {fleet: fleet/fleet.json}\n")))
+    with pytest.raises(ConfigError) as e:
+        for_rollout(cfg, watch=False)
+    assert "r.yaml: model.fleet: " in str(e.value) and expected in str(e.value)
+
+
+def test_a_fleet_becomes_the_model_endpoints_for_a_rollout_only(write):
+    write("fleet/fleet.json", json.dumps({"supervisor_pid": 1, "servers": [
+        {"url": "http://127.0.0.1:8301/", "pid": 2, "gpus": [], "model": "m", "served_model_name": "tiny"},
+        {"url": "http://127.0.0.1:8302", "pid": 3, "gpus": [], "model": "m", "served_model_name": "tiny"}]}))
+    cfg = load_config(str(write("r.yaml", GOOD + "model: {fleet: fleet/fleet.json, name: other}\n")))
+    assert (cfg.model.provider, cfg.model.endpoints, cfg.model.name) == ("random", [], "other")  # not read yet
+    for_rollout(cfg, watch=False)
+    assert cfg.model.provider == "openai" and cfg.model.name == "tiny"
+    assert cfg.model.endpoints == ["http://127.0.0.1:8301/v1", "http://127.0.0.1:8302/v1"]
+
+
+def test_cli_refuses_a_missing_fleet_before_anything_starts(write, tmp_path):
+    path = write("r.yaml", GOOD + f"run: {{results_dir: {tmp_path}/results}}\n")
+    r = run_cua("rollout", str(path), "--fleet", str(tmp_path / "nowhere.json"))
+    assert r.returncode == 2 and "r.yaml: model.fleet: " in r.stderr and "nowhere.json" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_every_env_and_agent_kind_has_a_modality():
+    assert set(ENV_MODALITIES) == set(ENVS) and set(AGENT_MODALITIES) == set(AGENTS)
+    assert set(ENV_MODALITIES.values()) | set(AGENT_MODALITIES.values()) == {"gui", "text"}

@@ -1,6 +1,5 @@
 """Property tests: whatever the input, loading a config returns one or raises ConfigError."""
 
-import dataclasses
 import json
 import string
 import typing
@@ -9,6 +8,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from cua_cli.config import Config, FleetConfig, load_config, load_fleet_config, vllm_flags
 from cua_cli.errors import ConfigError
@@ -16,16 +16,47 @@ from cua_cli.errors import ConfigError
 GOOD = "tasks:\n  kind: miniwob\n  miniwob: {names: [click-test], seeds: [0, 1]}\nrunner: {num_envs: 2}\n"
 
 
+def _is_section(tp) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
 def _fields(cls, prefix=""):
-    """(key path, field, type) of every key of the schema, e.g. ('runner.num_envs', Field, int)."""
-    for f in dataclasses.fields(cls):
-        tp = typing.get_type_hints(cls)[f.name]
-        if f.metadata.get("internal"):
-            continue
-        if dataclasses.is_dataclass(tp):
-            yield from _fields(tp, f"{prefix}{f.name}.")
+    """(key path, field, type) of every key of the schema, e.g. ('runner.num_envs', FieldInfo, int)."""
+    for name, f in cls.model_fields.items():
+        if _is_section(f.annotation):
+            yield from _fields(f.annotation, f"{prefix}{name}.")
         else:
-            yield f"{prefix}{f.name}", f, tp
+            yield f"{prefix}{name}", f, f.annotation
+
+
+def _unwrap(tp, metadata=()):
+    """Optional[X], list[X] and Annotated[X, ...] -> (X, its constraints, whether optional, whether a list)."""
+    optional = is_list = False
+    metadata = list(metadata)
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp, *more = typing.get_args(tp)
+            metadata += more
+        elif origin is typing.Union:
+            optional, tp = True, next(a for a in typing.get_args(tp) if a is not type(None))
+        elif origin is list:
+            is_list, tp, metadata = True, typing.get_args(tp)[0], []
+        else:
+            return tp, metadata, optional, is_list
+
+
+class Range(typing.NamedTuple):
+    lo: float
+    hi: float
+    above: bool   # (lo, hi] rather than [lo, hi]
+
+
+def _range(metadata) -> Range | None:
+    bounds = {k: getattr(m, k) for m in metadata for k in ("gt", "ge", "le") if getattr(m, k, None) is not None}
+    if "le" not in bounds:
+        return None
+    return Range(bounds.get("gt", bounds.get("ge")), bounds["le"], "gt" in bounds)
 
 
 KEYS = [key for key, _, _ in _fields(Config)]
@@ -132,39 +163,39 @@ candidates = (clean_text | st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmat
                           st.sampled_from(["127.0.0.1", "host", "[::1]"]), st.integers(1, 65535)))
 
 
-def _valid(tp, check):
-    """Values of type `tp` that pass the field's check."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if typing.get_origin(tp) is typing.Union:
-        return st.none() | _valid(args[0], check)
-    if typing.get_origin(tp) is typing.Literal:
-        return st.sampled_from(typing.get_args(tp))
-    if typing.get_origin(tp) is list:
-        return st.lists(_valid(args[0], check), max_size=3)
-    if tp is bool:
-        return st.booleans()
-    if tp in (int, float):
-        lo, hi = check.lo, check.hi
-        if tp is int:
-            return st.integers(lo + check.above, hi)
-        return st.floats(lo, hi, exclude_min=check.above)
-    strings = candidates if check else clean_text
-    return strings.filter(lambda v: check is None or check(v) is None)
+def _valid(tp, metadata=()):
+    """Values of type `tp` (with the field's constraints) that the field accepts."""
+    base, metadata, optional, is_list = _unwrap(tp, metadata)
+    if typing.get_origin(base) is typing.Literal:
+        values = st.sampled_from(typing.get_args(base))
+    elif base is bool:
+        values = st.booleans()
+    elif base in (int, float):
+        r = _range(metadata)
+        values = st.integers(r.lo + r.above, r.hi) if base is int else st.floats(r.lo, r.hi, exclude_min=r.above)
+    else:
+        check = TypeAdapter(typing.Annotated[(base, *metadata)] if metadata else base)
+
+        def accepted(v):
+            try:
+                check.validate_python(v, strict=True)
+                return True
+            except ValidationError:
+                return False
+        values = candidates.filter(accepted)
+    values = st.lists(values, max_size=3) if is_list else values
+    return st.none() | values if optional else values
 
 
 def _documents(cls):
     """YAML documents for `cls` that set any subset of its keys to valid values."""
-    hints = typing.get_type_hints(cls)
-    optional = {}
-    for f in dataclasses.fields(cls):
-        if not f.metadata.get("internal"):
-            tp = hints[f.name]
-            optional[f.name] = _documents(tp) if dataclasses.is_dataclass(tp) else _valid(tp, f.metadata.get("check"))
+    optional = {name: _documents(f.annotation) if _is_section(f.annotation) else _valid(f.annotation, f.metadata)
+                for name, f in cls.model_fields.items()}
     return st.fixed_dictionaries({}, optional=optional)
 
 
 def _fix_provider(doc):
-    """Keys that depend on each other: the provider's own settings."""
+    """Keys that depend on each other: the provider's own settings, and the env server of a Ray backend."""
     model = doc.get("model", {})
     if model.get("provider") == "openai" and not model.get("endpoints") and not model.get("fleet"):
         model["endpoints"] = ["http://127.0.0.1:8000/v1"]
@@ -174,6 +205,8 @@ def _fix_provider(doc):
         model["fleet"] = model.get("fleet") or "fleet/fleet.json"
         mysql = doc.setdefault("storage", {}).setdefault("mysql", {})
         mysql["url_env"] = mysql.get("url_env") or "DART_DB_URL"
+    if doc.get("runner", {}).get("backend") == "ray" and doc.get("env", {}).get("url", "local") == "local":
+        doc.setdefault("env", {})["url"] = "http://127.0.0.1:8100"  # Ray's nodes cannot reach a local env server
     return doc
 
 
@@ -187,8 +220,8 @@ def _merged(base: dict, doc: dict) -> dict:
     return out
 
 
-NUMERIC = [(key, f.metadata.get("check"), tp) for key, f, tp in _fields(Config)
-           if tp in (int, float, typing.Optional[int], typing.Optional[float], list[int])]
+NUMERIC = [(key, _range(meta), is_list) for key, f, tp in _fields(Config)
+           for base, meta, _, is_list in [_unwrap(tp, f.metadata)] if base in (int, float)]
 
 
 @given(doc=valid_configs, past=st.sampled_from(NUMERIC), above=st.booleans())
@@ -198,8 +231,8 @@ def test_valid_config_round_trips_and_every_bound_holds(tmp_path_factory, doc, p
     path = _write(tmp_path_factory, yaml.safe_dump(cfg.to_dict()))
     assert load_config(str(path)).to_dict() == cfg.to_dict()
     # One step past either end of any numeric range is refused, naming the key.
-    key, check, tp = past
-    value = check.hi + 1 if above else check.lo - (0 if check.above else 1)
+    key, r, is_list = past
+    value = r.hi + 1 if above else r.lo - (0 if r.above else 1)
     with pytest.raises(ConfigError) as e:
-        load_config(str(path), (f"{key}={[value] if tp == list[int] else value}",))
+        load_config(str(path), (f"{key}={[value] if is_list else value}",))
     assert str(path) in str(e.value) and key in str(e.value)

@@ -4,7 +4,7 @@ import json
 import time
 
 import pytest
-from conftest import run_cua
+from helpers.cli import run_cua
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -76,8 +76,6 @@ class AgentEpisode(Protocol):
 
 
 class Agent(Protocol):
-    modality: str                   # what it plays: "gui" or "text" envs (see envs.Env)
-
     def start(self, instruction: str, model: ModelSession) -> AgentEpisode: ...
 
 

@@ -36,8 +36,6 @@ def parse_react(text: str) -> tuple[str | None, str]:
 
 
 class ReactAgent:
-    modality = "text"
-
     def __init__(self, env: str, history_chars: int = 32_000, parse_retries: int = 2):
         self.env = env
         self.instructions = INSTRUCTIONS[env]

@@ -317,8 +317,6 @@ def random_answer(rng: random.Random, width: int, height: int, coord_mode: str) 
 
 
 class UITarsAgent:
-    modality = "gui"  # screenshots in, GUI actions out
-
     def __init__(self, coord_mode="qwen25vl", history_images=5, language="English", parse_retries=2,
                  prompt_template: str | None = None):
         _model_size(1, 1, coord_mode)  # reject a bad mode now, not at the first step

@@ -43,8 +43,6 @@ def parse_webarena(text: str) -> tuple[str | None, str, dict]:
 
 
 class WebArenaAgent:
-    modality = "text"
-
     def __init__(self, history_chars: int = 32_000, parse_retries: int = 2):
         self.instructions = WEBARENA_INSTRUCTIONS
         self.history_chars = history_chars

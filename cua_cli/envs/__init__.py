@@ -63,8 +63,6 @@ class EnvSession(Protocol):
 
 
 class Env(Protocol):
-    modality: str                   # "gui": screenshots in, GUI actions out; "text": text in, text actions out
-
     def allocate(self, task: Task, budget: Budget) -> EnvSession: ...
 
 

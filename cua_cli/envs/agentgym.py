@@ -25,8 +25,6 @@ MAX_OBSERVATION_CHARS = 1_000_000  # a web page's accessibility tree is tens of 
 
 
 class AgentGymEnv:
-    modality = "text"
-
     def __init__(self, url: str, env: str, token: str | None = None, timeout_s: float = 60.0, retries: int = 3):
         self.name = env
         self.preset: Preset = PRESETS[env]

@@ -37,8 +37,6 @@ class EnvSettings:
 
 
 class ClusterEnv:
-    modality = "gui"  # screenshots in, GUI actions out
-
     def __init__(self, settings: EnvSettings):
         self.s = settings
         self.base = settings.url.rstrip("/")

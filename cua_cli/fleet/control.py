@@ -13,9 +13,10 @@ from pathlib import Path
 import psutil
 
 from .._util.signals import StopFlags
+from ..config.fleet_file import read_fleet
 from ..errors import FleetError, FleetFileError
 from . import metrics
-from .server import gpu_holders, read_fleet
+from .server import gpu_holders
 from .supervisor import FleetSpec, Supervisor, stop_fleet_file
 
 

@@ -15,8 +15,6 @@ import psutil
 from .._util.atomic import write_atomic
 from .._util.httpclient import Client, HttpError
 from .._util.procgroup import kill_group, live
-from .._util.text import clip
-from ..errors import FleetFileError
 
 HTTP = Client()  # health probes: cua's client, so a server that answers slowly is held to the whole timeout
 
@@ -122,56 +120,9 @@ def gpu_holders(pids: set[int]) -> list[str]:
     return held
 
 
-def api_base(url: str) -> str:
-    """The OpenAI-compatible base URL of a fleet server."""
-    return url.rstrip("/") + "/v1"
-
-
 def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids: list[int]) -> None:
     """Atomically replace the fleet file. `servers` are the healthy ones; `pgids` lists
-    every launched group, starting or not, so stop-models can always clean up."""
+    every launched group, starting or not, so stop-models can always clean up. Its readers
+    are in config/fleet_file.py."""
     doc = {"supervisor_pid": supervisor_pid, "servers": [s.entry() for s in servers], "pgids": all_pids}
     write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
-
-
-def read_fleet(path: Path) -> dict:
-    """The fleet file's contents, checked as far as readers rely on them; FleetFileError otherwise."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise FleetFileError(f"{path}: no fleet file (start one with `cua start-models`)") from None
-    except OSError as e:  # a folder, no permission
-        raise FleetFileError(f"{path}: cannot read the fleet file: {e.strerror}") from None
-    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested without end
-        raise FleetFileError(f"{path}: not a fleet file: {clip(str(e), 200)}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("servers"), list):
-        raise FleetFileError(f"{path}: not a fleet file: no 'servers' list")
-    for i, server in enumerate(doc["servers"]):
-        if not isinstance(server, dict) or not isinstance(server.get("url"), str) \
-                or not isinstance(server.get("served_model_name", ""), str):
-            raise FleetFileError(f"{path}: not a fleet file: servers[{i}] needs a 'url' string")
-    return doc
-
-
-class FleetVersions:
-    """Each endpoint's (model version, policy version), from a fleet file read afresh whenever it changes."""
-
-    def __init__(self, path):
-        self.path = path
-        self._seen: tuple[float, dict] = (-1.0, {})
-
-    def table(self) -> dict[str, tuple[str | None, int | None]]:
-        try:
-            mtime = os.stat(self.path).st_mtime
-            if mtime != self._seen[0]:
-                servers = read_fleet(self.path)["servers"]
-                self._seen = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
-                                                           _policy(s.get("policy_version")))
-                                      for s in servers})
-        except (OSError, FleetFileError):
-            pass  # mid-rewrite or gone: keep the versions last read
-        return self._seen[1]
-
-
-def _policy(v) -> int | None:
-    return v if type(v) is int and v >= 0 else None

@@ -29,8 +29,8 @@ import pybase64
 from .._util.diag import note
 from .._util.httpclient import BadAnswer, Client, HttpError, Response
 from .._util.retry import with_retries
+from ..config.fleet_file import FleetVersions
 from ..errors import ModelError
-from ..fleet.server import FleetVersions
 from . import Image, Params, Reply
 from .routing import Router
 

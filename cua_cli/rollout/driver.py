@@ -9,15 +9,11 @@ import time
 from dataclasses import dataclass
 
 from .._util.redact import Redactor
-from .._util.registry import load
 from .._util.signals import StopFlags
-from ..config import Config
+from ..config import Config, for_rollout
 from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
-from ..errors import ConfigError, FleetFileError
-from ..fleet.server import api_base, read_fleet
-from ..kinds import AGENTS, ENVS
 from ..models import make_model
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
@@ -46,12 +42,8 @@ class Outcome:
 
 def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = None, watch: bool = False) -> Outcome:
     """Play the config's pairs; `flags` count the stop signals since the command began (see cli.rollout)."""
-    check_pairing(cfg)
-    if cfg.tasks.adaptive.rounds and not watch:
-        raise ConfigError(f"{cfg.source}: tasks.adaptive: adaptive rounds run as a service: add --watch")
+    for_rollout(cfg, watch)  # refuses what cannot be played; model.fleet's servers become the endpoints
     tasks = load_tasks(cfg)
-    if cfg.model.fleet:
-        use_fleet(cfg)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     sinks = dart_sinks(cfg, secrets)
     redactor = Redactor(secrets.values())
@@ -125,37 +117,10 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     return Outcome(run, summary, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
 
 
-def check_pairing(cfg: Config) -> None:
-    """The agent must play the kind of env it is given: screenshots and GUI actions, or text."""
-    env, agent = load(ENVS[cfg.env.kind]), load(AGENTS[cfg.agent.kind])
-    if env.modality != agent.modality:
-        raise ConfigError(f"{cfg.source}: agent.kind: {cfg.agent.kind} plays {agent.modality} envs, "
-                          f"but env.kind {cfg.env.kind} is a {env.modality} env")
-
-
 def agentgym_args(cfg: Config) -> list[str]:
-    """The local env server's AgentGym routes, when the config plays AgentGym's WebArena protocol on it."""
+    """The local env server's AgentGym routes, when the config plays AgentGym's WebArena protocol on it
+    (config.for_rollout has checked that it can)."""
     if cfg.env.kind != "agentgym":
         return []
     local = cfg.env.local
-    if cfg.env.agentgym.env != "webarena":
-        raise ConfigError(f"{cfg.source}: env.agentgym.env: the local env server speaks AgentGym's webarena "
-                          f"protocol only, not {cfg.env.agentgym.env}; point env.url at that env's server")
-    if not local.agentgym_tasks:
-        raise ConfigError(f"{cfg.source}: env.local.agentgym_tasks: list the MiniWoB tasks the local server's "
-                          "AgentGym routes serve")
     return ["--agentgym-tasks", ",".join(local.agentgym_tasks), "--agentgym-seeds", local.agentgym_seeds]
-
-
-def use_fleet(cfg: Config) -> None:
-    """Point the model client at the servers of a `cua start-models` fleet file."""
-    path = cfg.resolve_path(cfg.model.fleet)
-    try:
-        doc = read_fleet(path)
-    except FleetFileError as e:
-        raise ConfigError(f"{cfg.source}: model.fleet: {e}") from None
-    if not doc["servers"]:
-        raise ConfigError(f"{cfg.source}: model.fleet: {path} lists no healthy server")
-    cfg.model.provider = "openai"
-    cfg.model.endpoints = [api_base(s["url"]) for s in doc["servers"]]
-    cfg.model.name = doc["servers"][0].get("served_model_name") or cfg.model.name

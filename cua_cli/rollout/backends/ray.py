@@ -24,8 +24,8 @@ import time
 from urllib.parse import urlsplit
 
 from ..._util.redact import Redactor
+from ...config.fleet_file import FleetVersions
 from ...errors import InputError
-from ...fleet.server import FleetVersions
 from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
 from ...runfolder.writer import screenshot_name
