@@ -107,8 +107,9 @@ class Client:
         return self.request("POST", url, timeout, json=json, data=data)
 
     def request(self, method: str, url: str, timeout: float, json=None, data: bytes | None = None,
-                params: dict | None = None) -> Response:
-        """Send one request; any status comes back as a Response. `data` is sent as JSON too."""
+                params: dict | None = None, content_type: str = "application/json") -> Response:
+        """Send one request; any status comes back as a Response. `data` is sent as JSON unless
+        `content_type` says otherwise (a form, for servers that read only forms)."""
         u = urlsplit(url)
         target = quote(u.path or "/", safe=_PATH_SAFE) + (f"?{quote(u.query, safe=_PATH_SAFE)}" if u.query else "")
         if params:
@@ -116,8 +117,10 @@ class Client:
         if json is not None:
             data = jsonlib.dumps(json).encode()
         body = data or b""
+        if any(c in content_type for c in "\r\n"):
+            raise ValueError("a content type must be one line")
         head = (f"{method} {target} HTTP/1.1\r\nHost: {u.netloc}\r\n{self.auth}"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+                f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n")
         if not head.isascii():  # only the host can be: the target is percent-encoded
             raise Unreachable(f"cannot address {u.netloc!r}: not an ASCII host name")
         head = head.encode("ascii")

@@ -1,0 +1,50 @@
+"""Which parts of a task cua does not implement: such a task is refused when a run starts and
+counted as `unsupported`, never played and scored 0."""
+
+from .getters import GETTERS
+from .metrics import METRICS
+from .setup import STEPS
+
+
+def steps_and_evaluator(task: dict) -> tuple[list, dict]:
+    """(setup steps, evaluator) of a cua task dict (whose `config` is the whole OSWorld example)
+    or of an OSWorld example itself."""
+    config = task.get("config")
+    if isinstance(config, dict):  # a cua task: the example rides in `config`
+        steps, evaluator = config.get("config", []), task.get("evaluator") or config.get("evaluator") or {}
+    else:
+        steps, evaluator = config or [], task.get("evaluator") or {}
+    return (steps if isinstance(steps, list) else []), (evaluator if isinstance(evaluator, dict) else {})
+
+
+def unsupported(task: dict) -> list[str]:
+    """Each step type, getter type and metric the task uses that cua lacks, e.g.
+    ["step 'chrome_open_tabs'", "getter 'cloud_file'", "metric 'compare_table'"]; [] when cua can run it."""
+    steps, evaluator = steps_and_evaluator(task)
+    missing: list[str] = []
+
+    def note(what: str, name) -> None:
+        entry = f"{what} {name!r}"
+        if entry not in missing:
+            missing.append(entry)
+
+    for step in steps + _list(evaluator.get("postconfig")):
+        if isinstance(step, dict) and step.get("type") not in STEPS:
+            note("step", step.get("type"))
+    func = evaluator.get("func")
+    if func == "infeasible":
+        return missing
+    for name in _list(func):
+        if name not in METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
+            note("metric", name)
+    for key in ("result", "expected"):
+        for getter in _list(evaluator.get(key)):
+            if isinstance(getter, dict) and getter and getter.get("type") not in GETTERS:
+                note("getter", getter.get("type"))
+    return missing
+
+
+def _list(value) -> list:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
