@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what cua needs into .venv (and Debian's chromium and MariaDB when absent).
+# Installs what cua needs into .venv (and Debian's chromium, MariaDB and the desktop packages when absent).
 # Idempotent: re-running is cheap once everything is in place.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,6 +14,16 @@ fi
 if ! PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null || ! command -v mariadb >/dev/null; then
     PKGS+=(mariadb-server mariadb-client)
 fi
+# cua's own OSWorld-style desktops (cua env-server --backend desktop): an X server, a window manager,
+# D-Bus and AT-SPI, the tools OSWorld's tasks and routes call, and a terminal OSWorld can read.
+DESKTOP_PKGS=(xvfb openbox wmctrl xdotool scrot x11-utils python3-tk python3-pyatspi sudo
+              gsettings-desktop-schemas libglib2.0-bin dbus-x11 at-spi2-core gnome-terminal
+              fonts-dejavu-core xterm)
+for pkg in "${DESKTOP_PKGS[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+        PKGS+=("$pkg")
+    fi
+done
 if [ ${#PKGS[@]} -gt 0 ]; then
     echo "[setup] installing Debian ${PKGS[*]}"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -1,0 +1,49 @@
+"""A desktop as the env server holds it: the sandbox, its executor client, and its in-VM API served
+on its own port (as DART hands out a server_port per desktop)."""
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from cua_cli.envserver.desktop.api import DesktopHandler
+from cua_cli.envserver.desktop.client import ExecutorClient
+from cua_cli.envserver.desktop.httpbase import Server
+from cua_cli.envserver.desktop.sandbox import Sandbox
+
+
+class Desktop:
+    def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False):
+        self.id = str(uuid.uuid4())
+        self.created = time.time()
+        self.last_used = time.monotonic()
+        self.sandbox = Sandbox(workdir / self.id, screen)
+        self.executor = ExecutorClient(self.sandbox.socket_path)
+        try:
+            self.api = Server((host, 0), DesktopHandler)
+        except BaseException:
+            self.sandbox.kill()
+            raise
+        self.api.desktop = self
+        self.api.verbose = verbose
+        self.port = self.api.server_address[1]
+        self._thread = threading.Thread(target=self.api.serve_forever, name=f"desktop-{self.port}", daemon=True)
+        self._thread.start()
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def screenshot_ready(self) -> bool:
+        """Whether /screenshot answers, as DART's allocation waits for."""
+        try:
+            header, body = self.executor.call("screenshot")
+        except ConnectionError:
+            return False
+        return header.get("http") == 200 and body.startswith(b"\x89PNG")
+
+    def close(self) -> None:
+        """Stop serving its API, then kill every process of the desktop and remove its files."""
+        self.api.shutdown()
+        self.api.server_close()
+        self.executor.close()
+        self.sandbox.kill()

@@ -1,0 +1,94 @@
+"""The accessibility tree (OSWorld's GET /accessibility) or the focused terminal's text (GET /terminal),
+read through AT-SPI with Debian's pyatspi; run with the system Python, printed as JSON on stdout.
+
+The XML mirrors OSWorld's: one element per accessible named by its role, its name, states as st:*,
+attributes as attr:*, screen position and size as cp:*, text as txt content.
+"""
+
+import json
+import sys
+from xml.etree import ElementTree as ET
+
+import pyatspi
+
+NS = {name: f"https://accessibility.ubuntu.example.org/ns/{path}" for name, path in (
+    ("st", "state"), ("attr", "attributes"), ("cp", "component"), ("doc", "document"),
+    ("docattr", "document/attributes"), ("txt", "text"), ("val", "value"), ("act", "action"))}
+MAX_DEPTH, MAX_WIDTH = 50, 1024
+
+
+def tag(node) -> str:
+    return (node.getRoleName() or "unknown").replace(" ", "-")
+
+
+def element(node, depth: int) -> ET.Element:
+    attrs = {"name": node.name or ""}
+    try:
+        for state in node.getState().getStates():
+            attrs[f"{{{NS['st']}}}{pyatspi.stateToString(state)}"] = "true"
+    except Exception:
+        pass
+    try:
+        for kv in node.getAttributes():
+            key, _, value = kv.partition(":")
+            if key.isidentifier():
+                attrs[f"{{{NS['attr']}}}{key}"] = value
+    except Exception:
+        pass
+    try:
+        comp = node.queryComponent()
+        attrs[f"{{{NS['cp']}}}screencoord"] = str(tuple(comp.getPosition(pyatspi.XY_SCREEN)))
+        attrs[f"{{{NS['cp']}}}size"] = str(tuple(comp.getSize()))
+    except NotImplementedError:
+        pass
+    except Exception:
+        pass
+    el = ET.Element(tag(node), attrs)
+    try:
+        text = node.queryText()
+        el.text = text.getText(0, text.characterCount)
+    except NotImplementedError:
+        pass
+    except Exception:
+        pass
+    if depth < MAX_DEPTH:
+        for i, child in enumerate(node):
+            if i >= MAX_WIDTH:
+                break
+            if child is not None:
+                el.append(element(child, depth + 1))
+    return el
+
+
+def tree() -> dict:
+    for name, uri in NS.items():
+        ET.register_namespace(name, uri)
+    desktop = pyatspi.Registry.getDesktop(0)
+    root = ET.Element("desktop-frame", {f"{{{NS['st']}}}showing": "true"})
+    for app in desktop:
+        if app is not None:
+            root.append(element(app, 1))
+    return {"AT": ET.tostring(root, encoding="unicode")}
+
+
+def terminal() -> dict:
+    desktop = pyatspi.Registry.getDesktop(0)
+    found = None
+    for app in desktop:
+        if app is None or app.name != "gnome-terminal-server":
+            continue
+        for frame in app:
+            active = frame.getState().contains(pyatspi.STATE_ACTIVE)
+            terms = pyatspi.findAllDescendants(frame, lambda n: n.getRoleName() == "terminal")
+            for term in terms:
+                focused = term.getState().contains(pyatspi.STATE_FOCUSED)
+                text = term.queryText()
+                candidate = text.getText(0, text.characterCount)
+                if active and focused:
+                    return {"output": candidate}
+                found = candidate if found is None else found
+    return {"output": found}
+
+
+if __name__ == "__main__":
+    print(json.dumps(tree() if sys.argv[1] == "tree" else terminal()))

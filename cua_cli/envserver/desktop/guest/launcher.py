@@ -1,0 +1,223 @@
+"""A desktop's launcher: started as root on the host, it builds the desktop's root file system, enters
+new user/PID/mount/IPC/network/UTS namespaces, and forks the desktop's PID 1 (init below).
+
+Why this order: the root file system is assembled while still root of the host (so it can bind the
+Python under /root, and chown to the desktop's host uids), and only then is the user namespace
+entered. Mounts carried into a less privileged user namespace are locked: desktop-root can neither
+unmount them to see what they cover nor make a read-only one writable.
+
+Protocol with the env server (the parent): argv[1] is a JSON config; cfg["ready_fd"] is the ready pipe, handed
+down to the executor, which writes one line once it listens. On stdout the launcher prints
+"unshared" (the server then writes the uid/gid maps) and waits for "go" on stdin; then "init PID".
+When stdin reaches EOF (the server died or let go) the whole desktop is killed: init is the PID
+namespace's init, and the kernel kills every process of a namespace whose init dies.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+import linux
+import sudod
+
+USER_UID = 1000  # the desktop's user, as on OSWorld's image
+
+
+def build_root(cfg: dict) -> None:
+    """Assemble the desktop's / under cfg["root"]: host system dirs read-only, a private /tmp, /run,
+    /dev and home, and the sudo shim over /usr/bin/sudo."""
+    nr, base = cfg["root"], cfg["uid_base"]
+    user = base + USER_UID
+    linux.mount("tmpfs", nr, "tmpfs", linux.MS_NOSUID, f"mode=755,uid={base},gid={base},size=64m")
+
+    def path(p):
+        return nr + p
+
+    def bind(src, dst, ro=True, attrs=linux.MOUNT_ATTR_NOSUID | linux.MOUNT_ATTR_NODEV):
+        if os.path.isdir(src):
+            os.makedirs(path(dst), exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path(dst)), exist_ok=True)
+            if not os.path.exists(path(dst)):
+                open(path(dst), "w").close()
+        linux.mount(src, path(dst), None, linux.MS_BIND | linux.MS_REC)
+        linux.set_recursive(path(dst), (linux.MOUNT_ATTR_RDONLY if ro else 0) | attrs)
+
+    for top in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):  # merged-/usr symlinks
+        if os.path.islink("/" + top):
+            os.symlink(os.readlink("/" + top), path("/" + top))
+    for d in ("/usr", "/etc", "/opt", "/var/lib", "/var/cache", "/sys"):
+        if os.path.isdir(d):
+            bind(d, d)
+    os.makedirs(path("/root"))  # desktop-root's; searchable, since the host's Python may live under it
+    os.chmod(path("/root"), 0o711)
+    os.chown(path("/root"), base, base)
+    for d in cfg["python_dirs"]:  # the interpreter and the venv that hold pyautogui, at their own paths
+        bind(d, d)
+    bind(cfg["guest_dir"], "/cua")
+
+    # /dev: a few device nodes, a private pty namespace (init mounts devpts), a private /dev/shm.
+    os.makedirs(path("/dev"))
+    linux.mount("tmpfs", path("/dev"), "tmpfs", linux.MS_NOSUID, "mode=755,size=64k")
+    for node in ("null", "zero", "full", "random", "urandom", "tty"):
+        bind("/dev/" + node, "/dev/" + node, ro=False, attrs=linux.MOUNT_ATTR_NOSUID)
+    for d in ("pts", "shm"):
+        os.makedirs(path("/dev/" + d))
+    linux.mount("tmpfs", path("/dev/shm"), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
+                f"mode=1777,uid={base},gid={base}")
+    os.symlink("pts/ptmx", path("/dev/ptmx"))
+    for i, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{i}", path("/dev/" + name))
+    os.symlink("/proc/self/fd", path("/dev/fd"))
+
+    os.makedirs(path("/proc"))
+    for d, mode in (("/tmp", "1777"), ("/run", "755")):
+        os.makedirs(path(d))
+        linux.mount("tmpfs", path(d), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"mode={mode},uid={base},gid={base}")
+    os.makedirs(path("/tmp/.X11-unix"), mode=0o1777)
+    os.chmod(path("/tmp/.X11-unix"), 0o1777)
+    os.makedirs(path("/run/user/1000"), mode=0o700)
+    os.chown(path("/run/user/1000"), user, user)
+    os.makedirs(path("/run/lock"))
+    os.chmod(path("/run/lock"), 0o1777)
+    bind(cfg["sock"], "/run/cua", ro=False)
+    os.makedirs(path("/var/tmp"))
+    os.chmod(path("/var/tmp"), 0o1777)
+    os.symlink("../run", path("/var/run"))
+    os.symlink("../run/lock", path("/var/lock"))
+    os.makedirs(path("/home"))
+    bind(cfg["home"], "/home/user", ro=False)
+
+    # Who the desktop's users are, and sudo that asks init instead of a setuid binary (the host's
+    # setuid bit means nothing in a user namespace that does not map the host's root).
+    etc = cfg["etc"]
+    with open(os.path.join(etc, "passwd"), "w") as f:
+        f.write("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000:user:/home/user:/bin/bash\n"
+                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    with open(os.path.join(etc, "group"), "w") as f:
+        f.write("root:x:0:\ntty:x:5:\nsudo:x:27:user\nuser:x:1000:\nnogroup:x:65534:\n")
+    with open(os.path.join(etc, "hostname"), "w") as f:
+        f.write(cfg["hostname"] + "\n")
+    with open(os.path.join(etc, "hosts"), "w") as f:
+        f.write(f"127.0.0.1 localhost {cfg['hostname']}\n::1 localhost\n")
+    for name in ("passwd", "group", "hostname", "hosts"):
+        bind(os.path.join(etc, name), "/etc/" + name)
+    bind(os.path.join(cfg["guest_dir"], "sudo.py"), "/usr/bin/sudo", attrs=linux.MOUNT_ATTR_NODEV)
+
+
+def session_env(cfg: dict) -> dict:
+    venv_bin = os.path.join(cfg["venv"], "bin")
+    return {
+        "HOME": "/home/user", "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
+        "PATH": f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG": "C.UTF-8", "DISPLAY": ":0", "XDG_RUNTIME_DIR": "/run/user/1000",
+        "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus",
+    }
+
+
+def start_session(cfg: dict, log) -> None:
+    """X, the session bus, the window manager, AT-SPI, then the executor (which says ready)."""
+    env = session_env(cfg)
+    as_user = dict(user=USER_UID, group=USER_UID, extra_groups=[], env=env, cwd="/home/user",
+                   stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    width, height = cfg["screen"]
+
+    def started(argv, marker_flag):
+        r, w = os.pipe()
+        subprocess.Popen(argv + [marker_flag.format(w)], pass_fds=(w,), **as_user)
+        os.close(w)
+        with os.fdopen(r) as f:
+            if not f.readline().strip():
+                raise RuntimeError(f"{argv[0]} did not start")
+
+    started(["Xvfb", ":0", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-displayfd"], "{}")
+    started(["dbus-daemon", "--session", "--nofork", "--nopidfile",
+             "--address=unix:path=/run/user/1000/bus"], "--print-address={}")
+    for argv in (["openbox", "--sm-disable"],
+                 ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"],
+                 ["gsettings", "set", "org.gnome.desktop.interface", "toolkit-accessibility", "true"]):
+        subprocess.Popen(argv, **as_user)
+    subprocess.Popen([os.path.join(cfg["venv"], "bin", "python"), "/cua/executor.py"],
+                     pass_fds=(cfg["ready_fd"],), **{**as_user, "env": {**env, "CUA_READY_FD": str(cfg["ready_fd"])}})
+    os.close(cfg["ready_fd"])  # the executor holds the only copy: its death before "ready" is an EOF
+
+
+def init_main(cfg: dict) -> None:
+    """PID 1 of the desktop: finish the namespace's file system, start the session, reap orphans and
+    answer sudo. Runs as desktop-root, a host uid with no power outside the desktop."""
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    # The working directory is the new root (the launcher went there as host root: the path to it
+    # may cross directories desktop-root cannot search), so every path here is relative.
+    linux.mount("proc", "proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    linux.mount("devpts", "dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC,
+                "newinstance,ptmxmode=0666,mode=0620,gid=5")
+    # pivot_root refuses a locked mount (the tmpfs came from the host's side): a recursive bind of
+    # it onto itself is this namespace's own, and keeps everything under it locked.
+    linux.mount(".", ".", None, linux.MS_BIND | linux.MS_REC)
+    os.chdir("..")  # step onto the new mount: a lookup from the parent lands on the topmost one
+    os.chdir(os.path.basename(cfg["root"]))
+    linux.pivot_root(".", ".")
+    linux.umount(".", linux.MNT_DETACH)  # the host's tree is gone from this namespace
+    os.chdir("/")
+    socket.sethostname(cfg["hostname"])
+    linux.loopback_up()
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    os.umask(0o022)
+    log = open("/tmp/.session.log", "ab", buffering=0)
+    os.chmod("/tmp/.session.log", 0o600)
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    reaper = sudod.Reaper()
+    threading.Thread(target=sudod.serve, args=(reaper, session_env(cfg)), daemon=True).start()
+    start_session(cfg, log)
+    reaper.run()
+
+
+def main() -> None:
+    cfg = json.loads(sys.argv[1])
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.unshare(linux.CLONE_NEWNS)
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    build_root(cfg)
+    os.chdir(cfg["root"])
+    linux.unshare(linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWIPC
+                  | linux.CLONE_NEWNET | linux.CLONE_NEWUTS)
+    print("unshared", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        sys.exit(1)
+    os.setgid(0)
+    os.setuid(0)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            init_main(cfg)
+        except BaseException as e:
+            print(f"desktop init failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        os._exit(1)
+    os.close(cfg["ready_fd"])
+    print(f"init {pid}", flush=True)
+
+    # No threads here: after unshare(CLONE_NEWPID) this process may not create any.
+    pidfd = os.pidfd_open(pid)
+    lifeline = sys.stdin.fileno()
+    while True:
+        readable, _, _ = select.select([lifeline, pidfd], [], [])
+        if pidfd in readable:
+            break
+        if not os.read(lifeline, 4096):
+            os.kill(pid, signal.SIGKILL)
+            lifeline = -1
+            select.select([pidfd], [], [])
+            break
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+if __name__ == "__main__":
+    main()

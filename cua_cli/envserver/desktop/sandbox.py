@@ -1,0 +1,179 @@
+"""One desktop's sandbox, seen from the env server: start it, learn when it is ready, kill it whole.
+
+The launcher (guest/launcher.py) runs as root, builds the desktop's file system and forks the
+desktop's PID 1 inside new user/PID/mount/IPC/network/UTS namespaces. Here we write the user
+namespace's maps: desktop uids 0-65535 are host uids uid_base.. uid_base+65535, a range no host
+account uses and distinct per desktop, so host uid 0 is never mapped and desktop-root is nobody on
+the host. Killing PID 1 makes the kernel kill every process of the namespace, so teardown is one
+signal, then a wait on a pidfd for PID 1's exit (which comes after its namespace is empty).
+"""
+
+import itertools
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+GUEST = Path(__file__).resolve().parent / "guest"
+UID_SPAN = 65536
+_slots = itertools.count()
+_slot_lock = threading.Lock()
+_base_slot = 16 + os.getpid() % 4096  # two servers on one host rarely share a uid range
+
+
+class SandboxError(RuntimeError):
+    """The desktop did not start (its log's tail says why)."""
+
+
+def _python_dirs() -> list[str]:
+    """The venv (pyautogui, mss, Xlib for the executor) and the interpreter it was made from."""
+    dirs = {sys.prefix, os.path.realpath(sys.base_prefix)}
+    return sorted(d for d in dirs if d not in ("/usr", "/usr/local"))
+
+
+class Sandbox:
+    def __init__(self, workdir: Path, screen: tuple[int, int], ready_timeout: float = 60.0):
+        with _slot_lock:
+            slot = _base_slot + next(_slots) % 60000
+        self.uid_base = slot * UID_SPAN
+        self.dir = workdir
+        self.screen = screen
+        self.launcher: subprocess.Popen | None = None
+        self.init_pid: int | None = None
+        self._pidfd: int | None = None
+        self.executor_pid: int | None = None  # in the desktop's PID namespace
+        self._start(ready_timeout)
+
+    @property
+    def socket_path(self) -> str:
+        return str(self.dir / "sock" / "exec.sock")
+
+    def _start(self, ready_timeout: float) -> None:
+        d, base = self.dir, self.uid_base
+        for sub, owner, mode in (("root", 0, 0o755), ("home", base + 1000, 0o700), ("sock", base + 1000, 0o700),
+                                 ("etc", 0, 0o755)):
+            (d / sub).mkdir(parents=True)
+            os.chown(d / sub, owner, owner)
+            os.chmod(d / sub, mode)
+        (d / "home" / "Desktop").mkdir()
+        os.chown(d / "home" / "Desktop", base + 1000, base + 1000)
+        config = {"root": str(d / "root"), "home": str(d / "home"), "sock": str(d / "sock"), "etc": str(d / "etc"),
+                  "uid_base": base, "screen": list(self.screen), "guest_dir": str(GUEST),
+                  "python_dirs": _python_dirs(), "venv": sys.prefix, "hostname": "desktop"}
+        ready_r, ready_w = os.pipe()
+        config["ready_fd"] = ready_w
+        log = open(d / "launcher.log", "wb")
+        try:
+            # The launcher's env is empty: no secret of ours goes in.
+            self.launcher = subprocess.Popen(
+                [sys.executable, "-s", str(GUEST / "launcher.py"), json.dumps(config)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env={}, start_new_session=True,
+                pass_fds=(ready_w,))
+        finally:
+            os.close(ready_w)
+            log.close()
+        try:
+            self._handshake(ready_r, ready_timeout)
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            os.close(ready_r)
+
+    def _readline(self, deadline: float) -> str:
+        out = self.launcher.stdout
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([out], [], [], left)[0]:
+            raise SandboxError(f"desktop start timed out{self._log_tail()}")
+        line = out.readline().decode().strip()
+        if not line:
+            raise SandboxError(f"desktop launcher exited{self._log_tail()}")
+        return line
+
+    def _handshake(self, ready_r: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        if self._readline(deadline) != "unshared":
+            raise SandboxError(f"unexpected launcher output{self._log_tail()}")
+        pid, base = self.launcher.pid, self.uid_base
+        Path(f"/proc/{pid}/uid_map").write_text(f"0 {base} {UID_SPAN}\n")
+        Path(f"/proc/{pid}/gid_map").write_text(f"0 {base} {UID_SPAN}\n")
+        self.launcher.stdin.write(b"go\n")
+        self.launcher.stdin.flush()  # stdin stays open: it is the desktop's lifeline
+        line = self._readline(deadline)
+        if not line.startswith("init "):
+            raise SandboxError(f"unexpected launcher output {line!r}{self._log_tail()}")
+        self.init_pid = int(line.split()[1])
+        self._pidfd = os.pidfd_open(self.init_pid)
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([ready_r], [], [], left)[0]:
+            raise SandboxError(f"desktop session did not become ready{self._log_tail()}")
+        ready = os.read(ready_r, 100).decode()
+        if not ready.startswith("ready "):
+            raise SandboxError(f"desktop session failed{self._log_tail()}")
+        self.executor_pid = int(ready.split()[1])
+
+    def _log_tail(self) -> str:
+        try:
+            tail = (self.dir / "launcher.log").read_text(errors="replace").strip()[-1500:]
+        except OSError:
+            return ""
+        return f": {tail}" if tail else ""
+
+    def alive(self) -> bool:
+        return self._pidfd is not None and not select.select([self._pidfd], [], [], 0)[0]
+
+    def pid_namespace(self) -> str | None:
+        try:
+            return os.readlink(f"/proc/{self.init_pid}/ns/pid") if self.init_pid else None
+        except OSError:
+            return None
+
+    def kill(self, timeout: float = 10.0) -> None:
+        """Kill every process of the desktop and wait until they are gone; then remove its files."""
+        if self._pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            select.select([self._pidfd], [], [], timeout)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self.launcher is not None:
+            if self.launcher.poll() is None:
+                self.launcher.kill()
+            self.launcher.wait(timeout)
+            for f in (self.launcher.stdin, self.launcher.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self._wait_uids_gone(timeout)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def processes(self) -> list[int]:
+        """Host pids of processes running as one of this desktop's uids (none once it is killed)."""
+        found = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    uid = entry.stat().st_uid
+                except OSError:
+                    continue
+                if self.uid_base <= uid < self.uid_base + UID_SPAN:
+                    found.append(int(entry.name))
+        return found
+
+    def _wait_uids_gone(self, timeout: float) -> None:
+        # PID 1's exit already waited for the namespace to empty; this only double-checks.
+        deadline = time.monotonic() + timeout
+        while self.processes():
+            if time.monotonic() > deadline:
+                raise SandboxError(f"processes of desktop {self.dir.name} outlived its teardown")
+            time.sleep(0.01)
+

@@ -1,0 +1,57 @@
+"""Helpers for the tests of cua's own desktops (cua_cli/envserver/desktop): when they can run, and
+a small HTTP client for OSWorld's in-VM API."""
+
+import json
+import os
+import shutil
+import struct
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "  # OSWorld's client
+
+needs_desktops = pytest.mark.skipif(
+    os.geteuid() != 0 or not all(shutil.which(t) for t in ("Xvfb", "openbox", "dbus-daemon", "wmctrl", "xdotool")),
+    reason="cua's desktops need root (to map user namespaces) and Debian's Xvfb, openbox, dbus, wmctrl, xdotool")
+
+
+def request(url: str, method: str = "GET", body=None, form=None, files=None, headers=None, timeout=150):
+    """(status, content type, bytes) of one request; JSON, urlencoded form or multipart body."""
+    data, hdrs = None, dict(headers or {})
+    if files is not None:
+        boundary = uuid.uuid4().hex
+        parts = []
+        for k, v in (form or {}).items():
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
+        for k, (name, content) in files.items():
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"; filename="{name}"\r\n'
+                         f'Content-Type: application/octet-stream\r\n\r\n'.encode() + content + b"\r\n")
+        data = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        hdrs["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+    elif form is not None:
+        data = urllib.parse.urlencode(form).encode()
+        hdrs["Content-Type"] = "application/x-www-form-urlencoded"
+    elif body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def run(url: str, command, shell: bool = False) -> dict:
+    """POST /execute; the JSON answer (asserting HTTP 200)."""
+    status, _, raw = request(url + "/execute", "POST", {"command": command, "shell": shell})
+    assert status == 200, raw
+    return json.loads(raw)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
