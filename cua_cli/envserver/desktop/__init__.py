@@ -6,3 +6,7 @@ Modules: sandbox (namespaces, start, teardown), guest/ (the programs that run fo
 launcher and PID 1, executor, pyautogui forker, sudo), client (the executor's wire), api (the
 in-VM HTTP routes), desktop (one desktop), pool, dart (allocation routes), server (entry points).
 """
+
+from cua_cli.envserver.desktop.server import make_server, serve
+
+__all__ = ["make_server", "serve"]

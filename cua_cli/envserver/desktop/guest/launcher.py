@@ -181,7 +181,8 @@ def init_main(cfg: dict) -> None:
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    # No PR_SET_PDEATHSIG here: it fires when the server *thread* that started us ends. Our lifeline
+    # is stdin, whose EOF means the server process let go or died.
     linux.unshare(linux.CLONE_NEWNS)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     build_root(cfg)

@@ -1,0 +1,74 @@
+"""Entry points of `cua env-server --backend desktop`: make_server (bound, not yet serving, for tests)
+and serve (prints its URL, serves until SIGINT/SIGTERM/SIGHUP, then tears every desktop down).
+
+The main port speaks DART's allocation protocol (dart.py); each desktop's in-VM API is on its own
+port on the same host address. OSWorld's in-VM API has no authentication: keep the host on
+127.0.0.1 (the default) or a private network.
+"""
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+from cua_cli._util.signals import STOP_SIGNALS
+from cua_cli.envserver.desktop.dart import DartHandler
+from cua_cli.envserver.desktop.httpbase import Server
+from cua_cli.envserver.desktop.pool import DesktopPool
+from cua_cli.errors import InputError
+
+
+class DesktopEnvServer(Server):
+    def __init__(self, address, token: str, pool: DesktopPool, workdir: Path, verbose: bool):
+        self.token, self.pool, self.workdir, self.verbose = token, pool, workdir, verbose
+        super().__init__(address, DartHandler)
+
+    def close_all(self) -> None:
+        self.pool.close_all()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
+                screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
+                workdir: str | None = None) -> DesktopEnvServer:
+    """Bind the allocation server (port 0: a free one) and start filling the warm pool."""
+    token = os.environ.get(token_env, "") if token_env else ""
+    if not token:
+        raise InputError(f"set the allocation token in the environment variable {token_env or '(none named)'}")
+    if os.geteuid() != 0:
+        raise InputError("desktops need root: the server maps each desktop's user namespace to its own host uids")
+    if max_desktops < 1 or warm < 0:
+        raise InputError("--max-desktops must be at least 1 and --warm at least 0")
+    width, height = screen
+    if not (64 <= width <= 8192 and 64 <= height <= 8192):
+        raise InputError("--screen must be WIDTHxHEIGHT, each 64-8192")
+    base = Path(tempfile.mkdtemp(prefix="cua-desktops-", dir=workdir))
+    base.chmod(0o711)  # desktops' launchers pass through; nobody lists it
+    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose)
+    try:
+        return DesktopEnvServer((host, port), token, pool, base, verbose)
+    except BaseException:
+        pool.close_all()
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+
+
+def serve(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
+          screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
+          workdir: str | None = None) -> None:
+    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir)
+
+    def on_signal(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()  # shutdown waits for serve_forever
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    print(f"cua env-server (desktops) listening on http://{host}:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.server_close()
+        server.close_all()
