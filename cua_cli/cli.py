@@ -172,12 +172,20 @@ def config_schema(fleet):
 
 
 @main.command("env-server")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--backend", type=click.Choice(["miniwob", "desktop"]), default="miniwob", show_default=True,
+              help="miniwob: MiniWoB++ in headless Chromium; desktop: OSWorld-compatible Linux desktops.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. A desktop's in-VM API has no authentication (as OSWorld's): keep desktop "
+                   "hosts on 127.0.0.1 or a private network.")
 @click.option("--port", default=8100, show_default=True, help="Port (0 picks a free one).")
 @click.option("--max-envs", default=4, show_default=True,
-              help="Concurrent MiniWoB++ browsers, env-cluster and AgentGym envs together.")
+              help="Concurrent envs: MiniWoB++ browsers (env-cluster and AgentGym together), or desktops.")
 @click.option("--token-env", default="CUA_ENV_TOKEN", show_default=True,
-              help="If this environment variable is set, clients must send its value as a token.")
+              help="If this environment variable is set, clients must send its value as a token (desktop: "
+                   "required, DART's allocation token).")
+@click.option("--screen", default="1920x1080", show_default=True, metavar="WxH", help="desktop: the screen size.")
+@click.option("--warm", type=click.IntRange(min=0), default=0, show_default=True,
+              help="desktop: desktops kept started before they are asked for, so an allocation answers at once.")
 @click.option("--verbose", is_flag=True, help="Log every request.")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Release an env after this many seconds without a request (0: never).")
@@ -188,8 +196,10 @@ def config_schema(fleet):
                    "an idx outside the pairs is refused.")
 @click.option("--agentgym-seeds", metavar="SEEDS", help="Seeds for --agentgym-tasks: ranges and lists, e.g. "
                                                         "0-99 or 0-9,100,200-209.  [default: 0-99]")
-def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pid, agentgym_tasks, agentgym_seeds):
-    """Serve real MiniWoB++ tasks over the env-cluster protocol (and AgentGym's WebArena protocol).
+def env_server(backend, host, port, max_envs, token_env, screen, warm, verbose, idle_timeout, parent_pid,
+               agentgym_tasks, agentgym_seeds):
+    """Serve envs: real MiniWoB++ tasks over the env-cluster protocol (and AgentGym's WebArena
+    protocol), or real Linux desktops with OSWorld's in-VM API, allocated through DART's protocol.
 
     \b
     Examples:
@@ -198,10 +208,17 @@ def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pi
            -d '{"task_id": "t", "os": "linux", "config": {"miniwob": "click-test-2", "seed": 0}}'
       cua env-server --agentgym-tasks click-test-2,enter-text --agentgym-seeds 0-99
       curl -X POST localhost:8100/create    # then /reset {"env_idx": 0, "seed": 0, "idx": 150}
+      CUA_ENV_TOKEN=secret cua env-server --backend desktop --port 50003 --max-envs 4 --warm 2
+      curl -H "Authorization: Bearer $CUA_ENV_TOKEN" -X POST localhost:50003/start_emulator
     """
     from .envserver.agentgym_webarena import DEFAULT_SEEDS, parse_seeds, parse_tasks
-    from .envserver.server import serve
 
+    if backend == "desktop" and (agentgym_tasks or agentgym_seeds or idle_timeout):
+        raise click.BadParameter("--agentgym-* and --idle-timeout are for --backend miniwob", param_hint="--backend")
+    try:
+        width, height = (int(v) for v in screen.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"expected WIDTHxHEIGHT, got {screen!r}", param_hint="--screen") from None
     if agentgym_seeds is not None and agentgym_tasks is None:
         raise click.BadParameter("needs --agentgym-tasks", param_hint="--agentgym-seeds")
     try:
@@ -219,7 +236,14 @@ def env_server(host, port, max_envs, token_env, verbose, idle_timeout, parent_pi
 
         # SIGTERM takes the server's own orderly path: stop serving, quit every browser.
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    serve(host, port, max_envs, token_env, verbose, idle_timeout, tasks, seeds)
+    if backend == "desktop":
+        from .envserver.desktop import serve as serve_desktops
+
+        serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose)
+    else:
+        from .envserver.server import serve
+
+        serve(host, port, max_envs, token_env, verbose, idle_timeout, tasks, seeds)
 
 
 @main.command("start-models", context_settings={"ignore_unknown_options": True})
