@@ -51,7 +51,8 @@ def build_root(cfg: dict) -> None:
     for top in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):  # merged-/usr symlinks
         if os.path.islink("/" + top):
             os.symlink(os.readlink("/" + top), path("/" + top))
-    for d in ("/usr", "/etc", "/opt", "/var/lib", "/var/cache", "/sys"):
+    os.makedirs(path("/sys"))  # init mounts the namespace's own sysfs (the host's lists host devices)
+    for d in ("/usr", "/etc", "/opt", "/var/lib", "/var/cache"):
         if os.path.isdir(d):
             bind(d, d)
     os.makedirs(path("/root"))  # desktop-root's; searchable, since the host's Python may live under it
@@ -155,6 +156,7 @@ def init_main(cfg: dict) -> None:
     # The working directory is the new root (the launcher went there as host root: the path to it
     # may cross directories desktop-root cannot search), so every path here is relative.
     linux.mount("proc", "proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    linux.mount("sysfs", "sys", "sysfs", linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
     linux.mount("devpts", "dev/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC,
                 "newinstance,ptmxmode=0666,mode=0620,gid=5")
     # pivot_root refuses a locked mount (the tmpfs came from the host's side): a recursive bind of
