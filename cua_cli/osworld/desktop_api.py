@@ -230,13 +230,12 @@ def _multipart(fields: dict, file_field: str, path: str, data: bytes) -> tuple[b
     """A multipart/form-data body of text `fields` and one file, and its content type."""
     # The file name is only a label (the server saves to `file_path`): keep it to safe characters.
     label = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in path.rsplit("/", 1)[-1])
-    while True:
+    values = [_utf8(v) for v in fields.values()]
+    boundary = uuid.uuid4().hex
+    while any(boundary.encode() in part for part in values + [data]):  # all but impossible: 128 random bits
         boundary = uuid.uuid4().hex
-        head = b"".join(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode() + _utf8(value) + b"\r\n"
-            for name, value in fields.items())
-        if boundary.encode() not in head and boundary.encode() not in data:
-            break
+    head = b"".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode() + value
+                    + b"\r\n" for name, value in zip(fields, values))
     body = (head + f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{label or "file"}"'
             f'\r\nContent-Type: application/octet-stream\r\n\r\n'.encode() + data + f"\r\n--{boundary}--\r\n".encode())
     return body, f"multipart/form-data; boundary={boundary}"
