@@ -157,12 +157,11 @@ class Executor:
     def screenshot(self, req: dict, body: bytes) -> dict:
         import mss
         import numpy as np
-        from PIL import Image, ImageDraw
-
         import png
+        from PIL import Image, ImageDraw
         with self.screen_lock:
             if self._mss is None:
-                self._mss = mss.mss()
+                self._mss = getattr(mss, "MSS", mss.mss)()
             shot = self._mss.grab(self._mss.monitors[0])
             x, y = self._pointer()
         bgra = np.frombuffer(shot.raw, np.uint8).reshape(shot.height, shot.width, 4)  # raw: a bytearray
@@ -328,6 +327,7 @@ def handle(executor: Executor, conn: socket.socket) -> None:
 
 def _wait_for_window_manager(timeout: float = 10.0) -> None:
     import time
+
     from Xlib.display import Display
     display = Display(os.environ["DISPLAY"])
     atom = display.intern_atom("_NET_SUPPORTING_WM_CHECK")

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import linux
 import sudod
@@ -122,6 +123,19 @@ def session_env(cfg: dict) -> dict:
     }
 
 
+def _wait_connectable(path: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(path)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{path} does not accept connections")
+        time.sleep(0.005)
+
+
 def start_session(cfg: dict, log) -> None:
     """X, the session bus, the window manager, AT-SPI, then the executor (which says ready)."""
     env = session_env(cfg)
@@ -137,7 +151,10 @@ def start_session(cfg: dict, log) -> None:
             if not f.readline().strip():
                 raise RuntimeError(f"{argv[0]} did not start")
 
-    started(["Xvfb", ":0", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-displayfd"], "{}")
+    # -noreset: by default X resets when its last client leaves, and a client that connects during the
+    # reset (openbox, while AT-SPI's launcher hangs up) fails to open the display.
+    started(["Xvfb", ":0", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-noreset", "-displayfd"], "{}")
+    _wait_connectable("/tmp/.X11-unix/X0")
     started(["dbus-daemon", "--session", "--nofork", "--nopidfile",
              "--address=unix:path=/run/user/1000/bus"], "--print-address={}")
     for argv in (["openbox", "--sm-disable"],

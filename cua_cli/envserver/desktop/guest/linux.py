@@ -1,10 +1,10 @@
 """The few Linux system calls the launcher needs that Python 3.11's os module lacks (ctypes)."""
 
 import ctypes
+import fcntl
 import os
 import socket
 import struct
-import fcntl
 
 libc = ctypes.CDLL(None, use_errno=True)
 
