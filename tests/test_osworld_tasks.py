@@ -135,10 +135,28 @@ def test_sizes_and_missing_files(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no task files"):
         read_tasks(tmp_path / "empty")
-    put(tmp_path / "dup" / "a", example("x"))
-    put(tmp_path / "dup" / "b", example("x"))
-    with pytest.raises(ConfigError, match=r"b/x\.json: task id 'x' is also the id in .*a/x\.json"):
-        read_tasks(tmp_path / "dup")
+    (tmp_path / "twice.json").write_text('{"os": ["t", "t"]}')
+    put(tmp_path / "os", example("t"))
+    with pytest.raises(ConfigError, match=r"os/t\.json: task id 't' of domain 'os' is also the id in .*os/t\.json"):
+        read_tasks(tmp_path / "twice.json", examples_dir=tmp_path)
+
+
+def test_an_id_shared_by_domains_is_qualified(tmp_path):
+    """OSWorld's test_all.json lists bb5e4c0d-... under chrome and thunderbird, two different tasks."""
+    put(tmp_path / "ex" / "chrome", example("x", instruction="Chrome"))
+    put(tmp_path / "ex" / "thunderbird", example("x", instruction="Mail"))
+    put(tmp_path / "ex" / "os", example("y"))
+    (tmp_path / "all.json").write_text('{"chrome": ["x"], "thunderbird": ["x"], "os": ["y"]}')
+    for source in (tmp_path / "all.json", tmp_path / "ex"):
+        tasks = read_tasks(source, examples_dir=tmp_path / "ex")
+        assert sorted((t["task_id"], t["instruction"]) for t in tasks) == [
+            ("chrome/x", "Chrome"), ("thunderbird/x", "Mail"), ("y", "Do it.")]
+        # filters never change an id: it is judged over the whole source
+        assert [t["task_id"] for t in read_tasks(source, examples_dir=tmp_path / "ex", domains=["chrome"])] == [
+            "chrome/x"]
+        assert [t["task_id"] for t in read_tasks(source, examples_dir=tmp_path / "ex", ids=["thunderbird/x"])] == [
+            "thunderbird/x"]
+        assert len(read_tasks(source, examples_dir=tmp_path / "ex", ids=["x"])) == 2
 
 
 def test_unsupported_names_each_part_once(tmp_path):

@@ -35,69 +35,88 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 def read_tasks(path, examples_dir=None, domains: Optional[Iterable[str]] = None,
                ids: Optional[Iterable[str]] = None) -> list[dict]:
     """The tasks at `path` (a list file, a folder or one task file), in file order, filtered by
-    `domains` and `ids` (None: all). `examples_dir` is the list layout's examples folder
-    (default: `examples` beside the list file)."""
+    `domains` and `ids` (None: all; an id filter matches OSWorld's id or the `<domain>/<id>`
+    that an id shared by several domains becomes). `examples_dir` is the list layout's
+    examples folder (default: `examples` beside the list file)."""
     path = Path(path)
     domains = None if domains is None else set(domains)
     ids = None if ids is None else set(ids)
+
+    def wanted(domain: str, task_id: str) -> bool:
+        return ((domains is None or domain in domains)
+                and (ids is None or task_id in ids or f"{domain}/{task_id}" in ids))
+
     if path.is_dir():
-        tasks = _folder(path, domains)
+        names = _folder_files(path)
+        tasks = [task_from_example(_read_json(f, MAX_EXAMPLE_BYTES), f, d) for d, f in names if wanted(d, _stem(f))]
+        names = [(d, _stem(f)) for d, f in names]
     else:
         data = _read_bytes(path, MAX_LIST_BYTES + 1)
         obj = _parse_json(path, data, MAX_LIST_BYTES)
         if isinstance(obj, dict) and "instruction" not in obj and obj and all(isinstance(v, list) for v in obj.values()):
-            tasks = _listed(path, obj, Path(examples_dir) if examples_dir else path.parent / "examples", domains, ids)
+            names = _listing(path, obj)
+            base = Path(examples_dir) if examples_dir else path.parent / "examples"
+            tasks = [task_from_example(_read_json(base / d / f"{i}.json", MAX_EXAMPLE_BYTES), base / d / f"{i}.json", d)
+                     for d, i in names if wanted(d, i)]
         else:
             if len(data) > MAX_EXAMPLE_BYTES:
                 raise ConfigError(f"{path}: a task file is larger than {MAX_EXAMPLE_BYTES} bytes")
-            tasks = [task_from_example(obj, path, path.parent.name)]
-    if domains is not None:
-        tasks = [t for t in tasks if t["domain"] in domains]
-    if ids is not None:
-        tasks = [t for t in tasks if t["task_id"] in ids]
-    seen = {}
-    for t in tasks:
-        if t["task_id"] in seen:
-            raise ConfigError(f"{t['_file']}: task id {clip(t['task_id'], 100)!r} is also the id in {seen[t['task_id']]}")
-        seen[t["task_id"]] = t["_file"]
+            tasks = [t for t in [task_from_example(obj, path, path.parent.name)] if wanted(t["domain"], t["task_id"])]
+            names = []
+    _qualify_shared_ids(tasks, names)
     for t in tasks:
         del t["_file"]
     return tasks
 
 
-def _listed(list_path: Path, listing: dict, base: Path, domains, ids) -> list[dict]:
+def _stem(file: Path) -> str:
+    return file.name[:-5] if file.name.endswith(".json") else file.name
+
+
+def _qualify_shared_ids(tasks: list[dict], names: list[tuple]) -> None:
+    """OSWorld reuses an id across domains (bb5e4c0d-... is a chrome task and a thunderbird one):
+    such ids become `<domain>/<id>`, as OSWorld's result folders tell them apart. Whether an id
+    is shared is judged over the whole source, so filters never change a task's id. One id
+    twice in one domain is an error."""
+    seen: dict = {}
+    for t in tasks:
+        key = (t["domain"], t["task_id"])
+        if key in seen:
+            raise ConfigError(f"{t['_file']}: task id {clip(t['task_id'], 100)!r} of domain "
+                              f"{clip(t['domain'], 60)!r} is also the id in {seen[key]}")
+        seen[key] = t["_file"]
+    domains_of: dict = {}
+    for domain, task_id in names:
+        domains_of.setdefault(task_id, set()).add(domain)
+    for t in tasks:
+        if len(domains_of.get(t["task_id"], ())) > 1:
+            t["task_id"] = f"{t['domain']}/{t['task_id']}"
+
+
+def _listing(list_path: Path, listing: dict) -> list[tuple]:
+    """(domain, id) pairs of a list file; both become a path to read, so plain file names only."""
     pairs = []
     for domain, names in listing.items():
-        if domains is not None and domain not in domains:
-            continue
         for n, task_id in enumerate(names):
-            # Both become a path to read: plain file names only.
             for what, name in (("domain", domain), (f"{clip(domain, 60)}[{n}]", task_id)):
                 if not isinstance(name, str) or not _PLAIN_NAME.fullmatch(name):
                     raise ConfigError(f"{list_path}: {what}: {clip(repr(name), 100)} is not a plain file name")
-            if ids is None or task_id in ids:
-                pairs.append((domain, task_id))
+            pairs.append((domain, task_id))
             if len(pairs) > MAX_TASKS:
                 raise ConfigError(f"{list_path}: more than {MAX_TASKS} tasks")
-    tasks = []
-    for domain, task_id in pairs:
-        file = base / domain / f"{task_id}.json"
-        tasks.append(task_from_example(_read_json(file, MAX_EXAMPLE_BYTES), file, domain))
-    return tasks
+    return pairs
 
 
-def _folder(folder: Path, domains) -> list[dict]:
-    """The folder's own *.json files (its domain) and each sub-folder's (theirs), sorted by name."""
+def _folder_files(folder: Path) -> list[tuple]:
+    """(domain, file) of the folder's own *.json files (its domain) and each sub-folder's (theirs)."""
     files = [(folder.name, f) for f in _json_files(folder)]
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if domains is None or sub.name in domains:
-            files += [(sub.name, f) for f in _json_files(sub)]
+        files += [(sub.name, f) for f in _json_files(sub)]
         if len(files) > MAX_TASKS:
             raise ConfigError(f"{folder}: more than {MAX_TASKS} task files")
     if not files:
         raise ConfigError(f"{folder}: no task files (*.json) in the folder or its sub-folders")
-    return [task_from_example(_read_json(f, MAX_EXAMPLE_BYTES), f, domain)
-            for domain, f in files if domains is None or domain in domains]
+    return files
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -108,7 +127,7 @@ def task_from_example(obj, file: Path, domain: str) -> dict:
     """One OSWorld example as a cua task dict; ConfigError naming `file` and the key when it is not one."""
     if not isinstance(obj, dict):
         raise ConfigError(f"{file}: a task file must hold a JSON object, not {type(obj).__name__}")
-    stem = file.name[:-5] if file.name.endswith(".json") else file.name
+    stem = _stem(file)
     task_id = obj.get("id", stem)
     if not isinstance(task_id, str) or not task_id or len(task_id) > MAX_ID:
         raise ConfigError(f"{file}: id: must be a string of 1 to {MAX_ID} characters")
