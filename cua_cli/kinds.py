@@ -10,6 +10,7 @@ module plus one line here (and, for an env or an agent, one in its MODALITIES).
 ENVS = {
     "cluster": "cua_cli.envs.env_cluster:ClusterEnv",
     "agentgym": "cua_cli.envs.agentgym:AgentGymEnv",
+    "osworld": "cua_cli.envs.osworld:OSWorldEnv",
 }
 
 # What each env kind serves and each agent kind plays: "gui" (screenshots in, GUI actions out) or
@@ -17,6 +18,7 @@ ENVS = {
 ENV_MODALITIES = {
     "cluster": "gui",
     "agentgym": "text",
+    "osworld": "gui",
 }
 
 # agent.kind: a model family's prompt and answer format
@@ -24,12 +26,14 @@ AGENTS = {
     "uitars": "cua_cli.agents.uitars:UITarsAgent",
     "react": "cua_cli.agents.react:ReactAgent",
     "webarena": "cua_cli.agents.webarena:WebArenaAgent",
+    "osworld": "cua_cli.agents.osworld:OSWorldAgent",
 }
 
 AGENT_MODALITIES = {
     "uitars": "gui",
     "react": "text",
     "webarena": "text",
+    "osworld": "gui",
 }
 
 # model.provider: where answers come from
@@ -37,6 +41,7 @@ PROVIDERS = {
     "openai": "cua_cli.models.openai_chat:OpenAIChat",
     "random": "cua_cli.models.random_actions:RandomActions",
     "replay": "cua_cli.models.replay:Replay",
+    "script": "cua_cli.models.script:Script",
 }
 
 # runner.backend: where runners run

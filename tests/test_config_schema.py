@@ -55,7 +55,7 @@ def test_schema_shows_ranges_kinds_and_closed_sections():
         schema["additionalProperties"] is False
     num_envs = defs["RunnerConfig"]["properties"]["num_envs"]
     assert (num_envs["exclusiveMinimum"], num_envs["maximum"], num_envs["default"]) == (0, 100_000, 4)
-    assert defs["EnvConfig"]["properties"]["kind"]["enum"] == ["cluster", "agentgym"]
+    assert defs["EnvConfig"]["properties"]["kind"]["enum"] == ["cluster", "agentgym", "osworld"]
     assert "webshop" in defs["AgentgymEnv"]["properties"]["env"]["enum"]
     assert defs["ModelConfig"]["properties"]["image_uuids"]["enum"] == ["auto", True, False]
 
@@ -110,7 +110,7 @@ def test_a_config_error_is_one_line_in_cua_words(write):
         "model: {guided: 1}": "model.guided: expected bool, got int 1",
         "runner: [1]": "runner: expected a mapping, got list",
         "model: {endpoints: x}": "model.endpoints: expected a list, got str",
-        "env: {kind: desktop}": "env.kind: must be one of cluster, agentgym, got 'desktop'",
+        "env: {kind: desktop}": "env.kind: must be one of cluster, agentgym, osworld, got 'desktop'",
         "model: {routing: random}": "model.routing: must be one of sticky, round_robin, got 'random'",
         "tasks: {miniwob: {seeds: [0, -1]}}": "tasks.miniwob.seeds[1]: must be >= 0 and <= 2147483647, got -1",
         "env: {timeout_s: .inf}": "env.timeout_s: must be a finite number, got inf",

@@ -10,13 +10,15 @@ until it does.
 import io
 import json
 import math
+import os
 import random
 import time
 from dataclasses import dataclass
 
 import pytest
-from agentgym_standins import AgentGymStandIn
-from conftest import run_cua, start_tiny_fleet
+from helpers.agentgym_standins import AgentGymStandIn
+from helpers.cli import run_cua
+from helpers.models import start_tiny_fleet
 from PIL import Image as PILImage
 
 from cua_cli._util.budget import Budget
@@ -76,7 +78,7 @@ def cluster_case(request, tmp_path) -> EnvCase:
 
 @pytest.fixture(scope="module")
 def textcraft_server():
-    """A stand-in of AgentGym's TextCraft server (the real one cannot run here): tests/agentgym_standins.py."""
+    """A stand-in of AgentGym's TextCraft server (the real one cannot run here): tests/helpers/agentgym_standins.py."""
     with AgentGymStandIn("textcraft") as url:
         yield url
 
@@ -91,14 +93,41 @@ def agentgym_case(request, tmp_path) -> EnvCase:
                    make_env(cfg, "http://127.0.0.1:9", {}))
 
 
-ENV_CASES = {"cluster": cluster_case, "agentgym": agentgym_case}
+@pytest.fixture(scope="module")
+def desktop_server(tmp_path_factory):
+    """cua's own desktop server (`cua env-server --backend desktop`): real X desktops, allocated through
+    DART's protocol, each with OSWorld's in-VM API."""
+    log = tmp_path_factory.mktemp("contract-desktops") / "env-server.log"
+    server = LocalEnvServer(2, 0, "CUA_CONTRACT_DESKTOP_TOKEN", log, 0.0, ["--backend", "desktop"],
+                            {**os.environ, "CUA_CONTRACT_DESKTOP_TOKEN": "contract-token"})
+    url = server.start()
+    yield url
+    server.stop()
+
+
+def osworld_case(request, tmp_path) -> EnvCase:
+    url = request.getfixturevalue("desktop_server")
+    cfg = _config(tmp_path, "env: {kind: osworld, retries: 0, allocate_wait_s: 0, osworld: {pause_s: 0}}\n")
+    steps = [{"type": "execute", "parameters": {"command": "echo ready > ~/ready.txt", "shell": True}}]
+    evaluator = {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat ~/ready.txt",
+                                                   "shell": True},
+                 "expected": {"type": "rule", "rules": {"expected": "ready\n"}}}
+    task = Task("os-ready", "os", "Leave the file as it is.", {"config": steps}, evaluator)
+    bad = Task("os-drive", "os", "x", {"config": [{"type": "googledrive", "parameters": {}}]}, evaluator)
+    return EnvCase(make_env(cfg, url, {"env": "contract-token"}), task, bad, ["WAIT"],
+                   make_env(cfg, "http://127.0.0.1:9", {"env": "contract-token"}))
+
+
+ENV_CASES = {"cluster": cluster_case, "agentgym": agentgym_case, "osworld": osworld_case}
 
 
 def test_every_env_kind_has_a_contract_case():
     assert set(ENV_CASES) == set(ENVS)
 
 
-@pytest.fixture(params=sorted(ENV_CASES))
+# the cluster case plays on the built-in env server's headless Chromium
+@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n in ("cluster", "osworld") else n
+                        for n in sorted(ENV_CASES)])
 def env_case(request, tmp_path) -> EnvCase:
     return ENV_CASES[request.param](request, tmp_path)
 
@@ -178,7 +207,13 @@ def webarena_case(tmp_path) -> AgentCase:
                      "I will click the button.")
 
 
-AGENT_CASES = {"uitars": uitars_case, "react": react_case, "webarena": webarena_case}
+def osworld_agent_case(tmp_path) -> AgentCase:
+    cfg = _config(tmp_path, "agent: {kind: osworld, parse_retries: 1, history_images: 2}\n")
+    return AgentCase(make_agent(cfg), 1, Observation(_png(), 160, 210, file="step_0000.png"),
+                     "The button.\n```python\npyautogui.click(10, 20)\n```", "I would rather not.")
+
+
+AGENT_CASES = {"uitars": uitars_case, "react": react_case, "webarena": webarena_case, "osworld": osworld_agent_case}
 
 
 def test_every_agent_kind_has_a_contract_case():
@@ -288,6 +323,9 @@ def test_agents_answer_format_gives_answers_it_acts_on(agent_case):
     if answers.end is not None:  # replay's closing answer ends the episode
         turn, _ = _ask(agent_case, answers.end)
         assert turn.error is None and turn.stop
+    if answers.idle is not None:  # a script run out: the answer that does nothing goes on
+        turn, _ = _ask(agent_case, answers.idle)
+        assert turn.error is None and not turn.stop
 
 
 # ---------------------------------------------------------------- Model
@@ -307,8 +345,13 @@ def openai_case(request, tmp_path):
 model: {{provider: openai, endpoints: ["{served['url']}/v1"], name: {served['served_model_name']},
         guided: true, record_logprobs: true, max_tokens: 96, retries: 0}}
 """)
-    dead = _config(tmp_path, "model: {provider: openai, endpoints: ['http://127.0.0.1:9/v1'], retries: 0}\n")
-    return make_model(cfg, {}), make_model(dead, {})
+    return make_model(cfg, {}), unreachable_openai(tmp_path)
+
+
+def unreachable_openai(tmp_path):
+    """The openai provider, asking a port where no server listens."""
+    cfg = _config(tmp_path, "model: {provider: openai, endpoints: ['http://127.0.0.1:9/v1'], retries: 0}\n")
+    return make_model(cfg, {})
 
 
 def random_case(request, tmp_path):
@@ -327,11 +370,21 @@ def replay_case(request, tmp_path):
     return make_model(_config(tmp_path, f"model: {{provider: replay, replay_run: {json.dumps(str(run))}}}\n"), {}), None
 
 
-MODEL_CASES = {"openai": openai_case, "random": random_case, "replay": replay_case}
+def script_case(request, tmp_path):
+    script = tmp_path / "answers.json"
+    script.write_text(json.dumps({"t": ["Thought: go.\nAction: click(start_box='(5,5)')"]}))
+    return make_model(_config(tmp_path, f"model: {{provider: script, script: {json.dumps(str(script))}}}\n"), {}), None
+
+
+MODEL_CASES = {"openai": openai_case, "random": random_case, "replay": replay_case, "script": script_case}
+# The providers that ask a server, each asking one that does not answer (random and replay ask nobody).
+UNREACHABLE = {"openai": unreachable_openai}
 
 
 def test_every_provider_has_a_contract_case():
     assert set(MODEL_CASES) == set(PROVIDERS)
+    # a provider has an unreachable case exactly when its contract case has a server to lose
+    assert set(UNREACHABLE) <= set(PROVIDERS) and {"random", "replay", "script"}.isdisjoint(UNREACHABLE)
 
 
 @pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n == "openai" else n for n in sorted(MODEL_CASES)])
@@ -380,10 +433,9 @@ def test_model_stops_asking_when_the_run_stops(model_case):
         session.close()
 
 
-def test_an_unreachable_model_server_is_a_model_error(model_case):
-    _, dead = model_case
-    if dead is None:
-        pytest.skip("this provider asks no server")
+@pytest.mark.parametrize("provider", sorted(UNREACHABLE))
+def test_an_unreachable_model_server_is_a_model_error(provider, tmp_path):
+    dead = UNREACHABLE[provider](tmp_path)
     messages, params = _uitars_request(0)
     session = dead.session("t", 0)
     with pytest.raises(ModelError):

@@ -380,7 +380,8 @@ class UITarsEpisode(AskingEpisode):
     def answer_format(self) -> AnswerFormat:
         obs = self.current[0]
         return AnswerFormat(GUIDED_REGEX, functools.partial(random_answer, width=obs.width, height=obs.height,
-                                                            coord_mode=self.agent.coord_mode), END_ANSWER)
+                                                            coord_mode=self.agent.coord_mode), END_ANSWER,
+                            "Thought: wait for the screen.\nAction: wait()")
 
     def parse(self, text: str) -> Answer:
         obs = self.current[0]

@@ -92,7 +92,8 @@ class TasksConfig(Section):
 
 class LocalEnvServer(Section):
     """env.url local: the env server `cua rollout` starts on this host for the run."""
-    max_envs: between(int, 0, 1024, above=True) = Field(4, description="Browsers of the local server.")
+    max_envs: between(int, 0, 1024, above=True) = Field(4, description="Browsers (desktops, for kind osworld) of the local "
+                                                                        "server.")
     port: between(int, 0, 65535) = Field(0, description="Its port (0: a free port).")
     agentgym_tasks: list[MiniwobTaskName] = Field(
         [], description="env.kind agentgym: the MiniWoB tasks behind the server's AgentGym WebArena routes.")
@@ -105,15 +106,38 @@ class AgentgymEnv(Section):
     env: one_of(AGENTGYM_ENVS) = Field("webarena", description="The AgentGym env behind env.url.")
 
 
+class OsworldEnv(Section):
+    """env.kind osworld: OSWorld desktops, one fresh desktop per episode through DART's allocation protocol."""
+    servers: list[HttpUrl] = Field([], description="More allocation servers after env.url (DART-GUI's "
+                                                   "GUI-Docker-Env, or `cua env-server --backend desktop` hosts), "
+                                                   "tried in order; env.token_env holds their token.")
+    screen: Literal["1920x1080", "1280x720", "1366x768", "1600x900", "2560x1440"] = Field(
+        "1920x1080", description="env.url local: the desktops' screen size.")
+    warm: between(int, 0, 1024) = Field(0, description="env.url local: desktops kept started before they are "
+                                                       "asked for, so an allocation answers at once.")
+    pause_s: between(float, 0, 60) = Field(2.0, description="After each action, before the next screenshot, s "
+                                                            "(OSWorld's step pause); also how long WAIT waits.")
+    settle_s: between(float, 0, 600) = Field(0.0, description="After the task's setup steps, before the first "
+                                                              "screenshot, s (DART waits 60).")
+    cache_dir: Optional[NonEmpty] = Field(None, description="Where files the tasks download are kept between "
+                                                            "episodes (null: a temporary folder per runner).")
+    files_dir: Optional[NonEmpty] = Field(None, description="Files given beforehand: downloads looked up here "
+                                                            "first (offline runs), and the only folder upload_file "
+                                                            "steps may read.")
+
+
 class EnvConfig(Section):
     """Where episodes are played, and how requests to it are made."""
     kind: one_of(ENVS) = Field("cluster", description="The protocol the env speaks: cluster (the env-cluster "
-                                                      "protocol, screenshots) or agentgym (an AgentGym env server, "
-                                                      "text).")
-    url: EnvUrl = Field("local", description="The env server: http(s)://host:port, or local to start the "
-                                             "built-in MiniWoB++ server (`cua env-server`) for this run.")
+                                                      "protocol, screenshots), agentgym (an AgentGym env server, "
+                                                      "text) or osworld (OSWorld desktops, allocated as DART does).")
+    url: EnvUrl = Field("local", description="The env server (kind osworld: a desktop allocation server): "
+                                             "http(s)://host:port, or local to start the built-in server "
+                                             "(`cua env-server`: MiniWoB++, or desktops for kind osworld) for "
+                                             "this run.")
     local: LocalEnvServer = Field(default_factory=LocalEnvServer, description="url local: the local server.")
     agentgym: AgentgymEnv = Field(default_factory=AgentgymEnv, description="kind agentgym: which env.")
+    osworld: OsworldEnv = Field(default_factory=OsworldEnv, description="kind osworld: where desktops come from.")
     token_env: Optional[EnvVarName] = Field(None, description="NAME of the environment variable holding the env "
                                                               "server's token (the token never goes in a config).")
     os: Name = Field("linux", description="The OS asked for in every allocation.")
@@ -126,7 +150,8 @@ class EnvConfig(Section):
 class ModelConfig(Section):
     """Where answers come from, and what is recorded of each model call."""
     provider: one_of(PROVIDERS) = Field("random", description="openai: OpenAI-compatible servers; random: the "
-                                                              "random-action baseline; replay: a run's answers again.")
+                                                              "random-action baseline; replay: a run's answers again; "
+                                                              "script: answers from a file.")
     endpoints: list[HttpUrl] = Field([], description="provider openai: the servers' base URLs, "
                                                      "e.g. [http://127.0.0.1:8000/v1].")
     fleet: Optional[NonEmpty] = Field(None, description="A `cua start-models` fleet file (as --fleet): its servers "
@@ -158,11 +183,14 @@ class ModelConfig(Section):
                                                                      "same moves.")
     replay_run: Optional[NonEmpty] = Field(None, description="provider replay: the run folder whose answers to "
                                                              "replay.")
+    script: Optional[NonEmpty] = Field(None, description='provider script: a JSON file {"task_id": [answer, ...]}, '
+                                                         "one answer per step (oracle checks of task files).")
 
 
 class AgentConfig(Section):
     """The model family's prompt and answer format."""
-    kind: one_of(AGENTS) = Field("uitars", description="uitars plays screenshots (env.kind cluster); react and "
+    kind: one_of(AGENTS) = Field("uitars", description="uitars and osworld (OSWorld's code blocks) play "
+                                                       "screenshots (env.kind cluster, osworld); react and "
                                                        "webarena play text envs (env.kind agentgym).")
     coord_mode: Literal["qwen25vl", "qwen2vl"] = Field(
         "qwen25vl", description="qwen25vl: coordinates are pixels of the smart_resize'd image; qwen2vl: 0-1000.")
@@ -263,6 +291,8 @@ class Config(Section):
                              "start `cua env-server` where every Ray node can reach it and set env.url to it")
         if model.provider == "replay" and not model.replay_run:
             raise ValueError("model.replay_run: the replay provider needs a run folder")
+        if model.provider == "script" and not model.script:
+            raise ValueError("model.script: the script provider needs an answers file")
         return self
 
     def to_dict(self) -> dict:

@@ -1,16 +1,19 @@
 """The Env seam: where episodes are played.
 
-    Env.allocate(task, budget) -> EnvSession
+    Env.allocate(task, budget, leases) -> EnvSession
     EnvSession.observe(budget) -> Observation
     EnvSession.act(actions, budget, sent) -> StepResult
-    EnvSession.evaluate(budget) -> Evaluation
+    EnvSession.evaluate(budget, ended) -> Evaluation
     EnvSession.release(budget)
 
 Each env kind owns its wire format: it turns structured actions into what its
 server takes, and lists each message in `sent` before sending it, so a step
 that fails half-way still records what reached the env. Failures raise the
 error tree's EnvError / EvalError / TaskRefused, and an action the env
-refuses raises ActionRefused (the agent's mistake).
+refuses raises ActionRefused (the agent's mistake). An env that allocates what
+must be given back (a desktop) hands `leases.lease` a record of it before using
+it, and another once it is released (runfolder/leases.py). `ended` is the
+episode's stop reason: OSWorld scores an agent that gave up (FAIL) differently.
 
 Env kinds are chosen by `env.kind` through kinds.ENVS: a new one is one module plus
 one line there.
@@ -58,12 +61,16 @@ class EnvSession(Protocol):
 
     def observe(self, budget: Budget) -> Observation: ...
     def act(self, actions: list, budget: Budget, sent: list) -> StepResult: ...
-    def evaluate(self, budget: Budget) -> Evaluation: ...
+    def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation: ...
     def release(self, budget: Budget) -> None: ...
 
 
+class Leases(Protocol):
+    def lease(self, record: dict) -> None: ...
+
+
 class Env(Protocol):
-    def allocate(self, task: Task, budget: Budget) -> EnvSession: ...
+    def allocate(self, task: Task, budget: Budget, leases: Leases) -> EnvSession: ...
 
 
 def make_env(cfg, url: str, secrets: dict) -> Env:

@@ -57,7 +57,7 @@ class AgentGymEnv:
             raise EnvError(f"{self.name} {what}: {clip(str(data['error']), 500)}")
         return data
 
-    def allocate(self, task: Task, budget: Budget) -> "AgentGymSession":
+    def allocate(self, task: Task, budget: Budget, leases=None) -> "AgentGymSession":
         spec = task.config.get("agentgym")
         idx = spec.get("idx") if isinstance(spec, dict) else None
         if not isinstance(spec, dict) or spec.get("env") != self.name or type(idx) is not int or idx < 0:
@@ -138,7 +138,7 @@ class AgentGymSession:
         info = data.get("info")
         return StepResult(self.done, self.reward, info if isinstance(info, dict) else {})
 
-    def evaluate(self, budget: Budget) -> Evaluation:
+    def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation:
         """The last step's reward, as the preset scores it; nothing to ask the server."""
         p = self.env.preset
         score = (1.0 if self.reward > 0 else 0.0) if p.binary else min(max(self.reward / p.reward_scale, 0.0), 1.0)

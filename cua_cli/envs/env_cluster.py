@@ -52,7 +52,7 @@ class ClusterEnv:
         r.raise_for_status()
         return r
 
-    def allocate(self, task: Task, budget: Budget) -> "ClusterSession":
+    def allocate(self, task: Task, budget: Budget, leases=None) -> "ClusterSession":
         """Lock an env for the task, waiting while the cluster is full (HTTP 503)."""
         deadline = time.monotonic() + self.s.allocate_wait_s
         body = {"task_id": task.task_id, "os": self.s.os, "config": task.config}
@@ -115,7 +115,7 @@ class ClusterSession:
             done = done or bool(isinstance(data, dict) and data.get("done"))
         return StepResult(done=done)
 
-    def evaluate(self, budget: Budget) -> Evaluation:
+    def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation:
         """The ended episode's raw reward and score; a result that is not a finite number is the env's fault."""
         r = self._call("evaluate", "/server/evaluate", self.task.evaluator, budget, error=EvalError)
         data = _data(r, EvalError)

@@ -62,6 +62,7 @@ class AnswerFormat:
     grammar: str | None = None                        # a regex every parseable answer matches (guided decoding)
     random: Callable[[Random], str] | None = None     # a well-formed answer drawn with `rng` (the random baseline)
     end: str | None = None                            # an answer that ends the episode (replay, when it runs out)
+    idle: str | None = None                           # an answer that does nothing for a step (a script run out)
 
 
 @dataclass

@@ -5,6 +5,8 @@ Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 """
 
 import math
+import os
+import secrets as secrets_module
 import time
 from dataclasses import dataclass
 
@@ -28,6 +30,8 @@ from .sinks import SinkFollower
 # runners are stopped at once, as on a second signal. A batch scheduler's grace before SIGKILL is
 # often 30 s (Slurm's KillWait), so the run folder is whole by then.
 STOP_GRACE_S = 20.0
+# The local desktop server reads its allocation token from here (its own environment only).
+LOCAL_TOKEN_ENV = "CUA_LOCAL_DESKTOP_TOKEN"
 
 
 @dataclass
@@ -46,6 +50,8 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     tasks = load_tasks(cfg)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     sinks = dart_sinks(cfg, secrets)
+    if cfg.env.kind == "osworld" and cfg.env.url == "local" and "env" not in secrets:
+        secrets["env"] = secrets_module.token_urlsafe(24)  # for the local desktops: made here, masked as any
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
@@ -67,8 +73,11 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         # No request of a live episode comes later than its deadline plus the evaluation and release
         # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
         idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
-        local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
-                               run.path / "env-server.log", idle, agentgym_args(cfg))
+        if cfg.env.kind == "osworld":
+            local = local_desktops(cfg, run.path / "env-server.log", secrets)
+        else:
+            local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
+                                   run.path / "env-server.log", idle, agentgym_args(cfg))
         env_url = local.start()
     start = time.monotonic()
     progress = Progress(run.path, queue)
@@ -115,6 +124,16 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     return Outcome(run, summary, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
+
+
+def local_desktops(cfg: Config, log_path, secrets: dict) -> LocalEnvServer:
+    """`cua env-server --backend desktop` for this run, with an allocation token made for it (unless
+    env.token_env names one): the runners' token, masked like any other."""
+    token = secrets["env"]
+    o = cfg.env.osworld
+    return LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
+                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm)],
+                          {**os.environ, LOCAL_TOKEN_ENV: token})
 
 
 def agentgym_args(cfg: Config) -> list[str]:

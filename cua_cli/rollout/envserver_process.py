@@ -13,7 +13,7 @@ from ..errors import CuaError
 
 class LocalEnvServer:
     def __init__(self, max_envs: int, port: int, token_env: str | None, log_path, idle_timeout_s: float = 0.0,
-                 extra_args: list[str] = ()):
+                 extra_args: list[str] = (), env: dict | None = None):
         # --parent-pid: the server shuts down (browsers included) if the rollout dies without stopping it.
         self.args = [sys.executable, "-m", "cua_cli", "env-server", "--port", str(port),
                      "--max-envs", str(max_envs), "--idle-timeout", str(idle_timeout_s),
@@ -22,13 +22,15 @@ class LocalEnvServer:
             self.args += ["--token-env", token_env]
         self.args += list(extra_args)
         self.log_path = log_path
+        self.env = env  # the server's environment (None: this process's)
         self.proc = None
         self.url = None
 
     def start(self, timeout: float = 60.0) -> str:
         log = open(self.log_path, "ab")
         # Own session: stopping it takes down the whole group, browsers included.
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                                     env=self.env)
         log.close()
         deadline = time.monotonic() + timeout
         line = b""

@@ -51,11 +51,11 @@ class Episode:
         budget = Budget(self.limits.step_timeout_s, start + self.limits.episode_timeout_s, self.should_stop)
         session = None
         try:
-            session = self.env.allocate(self.task, budget)
+            session = self.env.allocate(self.task, budget, self.traj)  # its leases go to the run folder
             rec["instruction"] = self.task.instruction or session.instruction or ""
             rec["stop_reason"] = self._play(session, rec, self.traj, budget)
             # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
-            result = session.evaluate(budget.unhurried())
+            result = session.evaluate(budget.unhurried(), rec["stop_reason"])
             rec.update(reward=result.reward, score=result.score,
                        outcome="success" if result.score == 1.0 else "failure")
         except EpisodeEnd as e:

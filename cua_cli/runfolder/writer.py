@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import InputError
 from .jsonl import append_line
+from .leases import record
 from .names import encode_task_id
 from .queue import DirQueue
 from .records import FORMAT_VERSION
@@ -55,7 +56,7 @@ class RunDir:
 
     def traj(self, item: dict) -> "TrajWriter":
         """The writer of a queue item's attempt."""
-        return TrajWriter(self.path / traj_rel(item["task_id"], item["sample"], item["attempt"]))
+        return TrajWriter(self.path / traj_rel(item["task_id"], item["sample"], item["attempt"]), self.path)
 
 
 def traj_rel(task_id: str, sample: int, attempt: int) -> str:
@@ -71,11 +72,16 @@ class TrajWriter:
     """Writes one attempt's steps: traj.jsonl plus the screenshots as received.
 
     The folder appears with the first step: an attempt that never got an env leaves none.
+    The envs it allocates go to the run's leases.jsonl (leases.py).
     """
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, run_path: Path):
         self.dir = folder
+        self.run_path = run_path
         self._made = False
+
+    def lease(self, rec: dict) -> None:
+        record(self.run_path, rec)
 
     def _folder(self) -> Path:
         if not self._made:

@@ -82,6 +82,9 @@ class _Stream:
         self.out.put(("step", record, self.shot))
         self.shot = None
 
+    def lease(self, record: dict) -> None:
+        self.out.put(("lease", record))
+
 
 class _PushedVersions:
     """The fleet file's versions as the driver last read them (an actor's node may not have the file)."""
@@ -184,7 +187,8 @@ class RunnerActor:
 
     def play(self, item: dict):
         """Stream one attempt: per step, its screenshot's pieces but the last ("png", bytes), then ("step",
-        line, the screenshot's step and last piece, or None); at the end ("end", episode line)."""
+        line, the screenshot's step and last piece, or None); ("lease", record) for each env it takes or
+        gives back; at the end ("end", episode line)."""
         out: queue.Queue = queue.Queue()
         task = task_from_dict(item)  # checked by the driver before it sent the pair
 
@@ -456,6 +460,8 @@ class RayActors:
                         traj.screenshot(step, b"".join([*png, last]))
                         png = []
                     traj.step(message[1])
+                elif message[0] == "lease":
+                    traj.lease(message[1])
                 else:
                     return message[1]
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,

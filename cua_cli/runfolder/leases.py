@@ -1,0 +1,51 @@
+"""The envs a run holds (`leases.jsonl`): each desktop cua allocates is written here as held
+before it is used, and as released after, so one left by a crash or `kill -9` can be found
+and released (`cua envs list RUN`, `cua envs gc RUN`).
+
+    {"lease": KEY, "state": "held", "server": URL, "id": ID, "api": URL, "task_id", "sample", "attempt", "at"}
+    {"lease": KEY, "state": "released", "at"}
+
+KEY is the server and the env's id: unique across the run, and the same when gc releases it.
+"""
+
+import json
+import time
+from pathlib import Path
+
+from .jsonl import append_line, read_lines
+
+LEASES = "leases.jsonl"
+
+
+def lease_key(server: str, env_id: str) -> str:
+    return json.dumps([server, env_id])
+
+
+def held_record(server: str, env_id: str, **about) -> dict:
+    return {"lease": lease_key(server, env_id), "state": "held", "server": server, "id": env_id, **about,
+            "at": round(time.time(), 3)}
+
+
+def released_record(server: str, env_id: str) -> dict:
+    return {"lease": lease_key(server, env_id), "state": "released", "at": round(time.time(), 3)}
+
+
+def record(run_path, rec: dict) -> None:
+    append_line(Path(run_path) / LEASES, rec)
+
+
+def still_held(run_path) -> list[dict]:
+    """The held records with no release after them, in the order they were taken."""
+    path = Path(run_path) / LEASES
+    if not path.exists():
+        return []
+    held: dict[str, dict] = {}
+    for rec in read_lines(path):
+        key, state = rec.get("lease"), rec.get("state")
+        if not isinstance(key, str):
+            continue
+        if state == "held" and isinstance(rec.get("server"), str) and isinstance(rec.get("id"), str):
+            held[key] = rec
+        elif state == "released":
+            held.pop(key, None)
+    return list(held.values())
