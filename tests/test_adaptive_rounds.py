@@ -2,12 +2,15 @@
 
 import os
 import signal
-import subprocess
 import time
 
-from conftest import CUA, wait_for
+import pytest
+from helpers.cli import start_cua
+from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
+
+pytestmark = pytest.mark.slow  # a whole --watch rollout on real MiniWoB++ (Chromium)
 
 
 def test_watch_rollout_runs_dart_rounds(write, tmp_path):
@@ -23,8 +26,7 @@ env: {{url: local, local: {{max_envs: 2}}}}
 model: {{provider: random, seed: 4}}
 runner: {{num_envs: 2, max_steps: 1, poll_s: 0.2}}
 """)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = start_cua("rollout", str(cfg), "--watch", new_session=False)
     try:
         def scheduled():
             runs = list((tmp_path / "results").glob("*/scheduled.jsonl"))

@@ -1,11 +1,11 @@
-"""The AgentGym env kind against stand-ins of AgentGym's servers (tests/agentgym_standins.py
+"""The AgentGym env kind against stand-ins of AgentGym's servers (tests/helpers/agentgym_standins.py
 stands for each real server, which cannot run here), and a whole rollout through the CLI."""
 
 import json
 
 import pytest
-from agentgym_standins import SUCCESS_REWARD, AgentGymStandIn, partial_action, task_marker, winning_action
-from conftest import run_cua
+from helpers.agentgym_standins import SUCCESS_REWARD, AgentGymStandIn, partial_action, task_marker, winning_action
+from helpers.cli import run_cua
 
 from cua_cli._util.budget import Budget
 from cua_cli.envs.agentgym import AgentGymEnv
@@ -148,6 +148,7 @@ runner: {{num_envs: 1, max_steps: 1}}
     assert stats.returncode == 0 and json.loads(stats.stdout)["runs"][0]["success_rate"] == 0.5
 
 
+@pytest.mark.slow  # real MiniWoB++ in Chromium
 def test_the_local_server_plays_agentgym_webarena_on_real_miniwob(write, tmp_path):
     """`env.url: local` with env.kind agentgym: cua starts its own env server with AgentGym's WebArena
     routes over real MiniWoB++, and the webarena agent's fenced click wins click-test (button [3])."""

@@ -1,10 +1,10 @@
-"""The AgentGym stand-ins (tests/agentgym_standins.py) answer with their real servers' exact shapes."""
+"""The AgentGym stand-ins (tests/helpers/agentgym_standins.py) answer with their real servers' exact shapes."""
 
 import time
 
 import pytest
 import requests
-from agentgym_standins import (
+from helpers.agentgym_standins import (
     ENVS,
     SUCCESS_REWARD,
     TOOL_ENVS,

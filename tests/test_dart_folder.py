@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_cua
+import torch  # the [dart] extra (and the [test] one)
+from helpers.cli import run_cua
 from PIL import Image as PILImage
 
 from cua_cli.agents.uitars import UITarsAgent
@@ -17,7 +18,6 @@ from cua_cli.errors import CuaError
 from cua_cli.models import Image, by_file
 from cua_cli.runfolder.names import encode_task_id
 
-torch = pytest.importorskip("torch")  # the optional [dart] extra
 EOS = 151645  # <|im_end|>: vLLM's sampled tokens end with it
 
 

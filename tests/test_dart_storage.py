@@ -5,12 +5,10 @@ and `--resume` catches up without a duplicate row."""
 import json
 
 import pytest
-from conftest import run_cua
-from mariadb import MariaDB
+from helpers.cli import run_cua
+from helpers.mariadb import MariaDB
 
 from cua_cli.runfolder.jsonl import read_lines
-
-pytest.importorskip("torch")
 
 
 def _config(write, tmp_path, name: str, seeds: str) -> str:

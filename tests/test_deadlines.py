@@ -1,6 +1,6 @@
 """Every HTTP call cua makes ends by its deadline, however slowly the server answers: model,
 env cluster, AgentGym, fleet health and metrics, against servers on loopback whose answers
-never end (tests/slowservers.py). A timed-out call is its service's error, retried as the
+never end (tests/helpers/servers.py). A timed-out call is its service's error, retried as the
 others are; no request outlives the step's or the episode's deadline.
 
 Bounds are generous (the machine may be loaded): they tell an ended call from a hung one."""
@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from slowservers import DripServer
+from helpers.servers import DripServer
 
 from cua_cli._util.budget import Budget
 from cua_cli._util.httpclient import HttpError, Unreachable

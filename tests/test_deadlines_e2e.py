@@ -1,18 +1,20 @@
 """`cua rollout` against a model server and an env server whose answers trickle forever
-(tests/slowservers.py): each attempt ends within its deadlines as the failing service's error,
+(tests/helpers/servers.py): each attempt ends within its deadlines as the failing service's error,
 and `--resume` against healthy servers finishes every pair once."""
 
 import json
 import os
 import signal
-import subprocess
 from collections import Counter
 
 import pytest
-from conftest import CUA, run_cua, wait_for
-from slowservers import ClusterStandIn, ModelStandIn
+from helpers.cli import kill_group, run_cua, start_cua
+from helpers.servers import ClusterStandIn, ModelStandIn
+from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
+
+pytestmark = pytest.mark.slow  # whole rollouts in child processes, each attempt waiting out its deadlines
 
 TASKS = ["a", "b"]
 STEP_TIMEOUT_S = 1.0  # every request of the first run; a retry follows each timeout
@@ -56,16 +58,14 @@ def test_a_server_that_trickles_forever_ends_each_attempt_as_its_error_and_resum
             env.drip, env.drip_on = "body", "/server/execute/"  # the env allocates, then its screenshots trickle
         cfg = _config(tmp_path, env.url, model.url)
         stop_reason = f"{slow}_error"
-        p = subprocess.Popen([*CUA, "rollout", str(cfg)], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        p = start_cua("rollout", str(cfg), cwd=tmp_path)
         try:
             # Each attempt takes two timed-out requests and a backoff (about 3 s); hung, it would take forever.
             wait_for(lambda: _errored(tmp_path, stop_reason), 120, f"an attempt of each pair to end as {stop_reason}")
             os.kill(p.pid, signal.SIGINT)  # the pairs still have attempts left: stop, as a user would
             out, err = p.communicate(timeout=120)
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            kill_group(p)
         assert p.returncode == 130, err
         run, lines = _lines(tmp_path)
         for r in lines:

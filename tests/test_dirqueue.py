@@ -104,6 +104,7 @@ def _hanging_claimer(tmp_path):
     return p
 
 
+@pytest.mark.slow  # waits out a 10 s lease: a loaded machine needs that long from the claim to the check
 def test_stale_lease_is_reclaimed_after_ttl(tmp_path):
     q = make_queue(tmp_path, lease_ttl=10.0)  # longer than a loaded machine takes from the claim to the check
     q.enqueue([{"task_id": "x", "domain": None}], samples=1)

@@ -15,7 +15,7 @@ from http.client import HTTPConnection
 
 import pytest
 import requests
-from conftest import UNSET_TOKEN_ENV, start_env_server, stop_env_server
+from helpers.envserver import UNSET_TOKEN_ENV, start_env_server, stop_env_server
 from PIL import Image
 
 
@@ -58,6 +58,7 @@ def release(url, http, server_id):
     assert r.status_code == 200 and r.json() == {"data": {"released": server_id}}
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_click_right_button_succeeds(env):
     server, url, http = env
     data = allocate(url, http, "click-test-2", 0)
@@ -80,6 +81,7 @@ def test_click_right_button_succeeds(env):
     assert sid not in [s["server_id"] for s in http.get(f"{url}/server/list").json()["data"]]
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_empty_then_wrong_click_fails(env):
     server, url, http = env
     sid = allocate(url, http, "click-test-2", 1)["server_id"]
@@ -96,6 +98,7 @@ def test_empty_then_wrong_click_fails(env):
     release(url, http, sid)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_enter_text(env):
     server, url, http = env
     data = allocate(url, http, "enter-text", 3)
@@ -110,6 +113,7 @@ def test_enter_text(env):
     release(url, http, sid)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_drag(env):
     server, url, http = env
     sid = allocate(url, http, "drag-box", 5)["server_id"]
@@ -120,6 +124,7 @@ def test_drag(env):
     release(url, http, sid)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_bad_requests(env):
     server, url, http = env
     sid = allocate(url, http, "click-test", 0)["server_id"]
@@ -146,6 +151,7 @@ def test_bad_requests(env):
     assert http.post(f"{url}/server/release/{sid}").status_code == 404
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_refused_program_runs_none_of_its_commands(env, monkeypatch, caplog):
     server, url, http = env
     sid = allocate(url, http, "click-test-2", 0)["server_id"]
@@ -173,6 +179,7 @@ def test_refused_program_runs_none_of_its_commands(env, monkeypatch, caplog):
     release(url, http, sid)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 @pytest.mark.parametrize(
     "body, message",
     [
@@ -198,6 +205,7 @@ def test_bad_allocations_are_refused(env, body, message):
     assert r.status_code == 400 and message in r.json()["error"] and len(r.json()["error"]) < 300
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 @pytest.mark.parametrize("length, status", [("-5", 400), ("abc", 400), ("1e3", 400), ("9" * 5_000, 413)])
 def test_bad_content_length_is_refused(env, length, status):
     server, url, http = env
@@ -212,6 +220,7 @@ def test_bad_content_length_is_refused(env, length, status):
         conn.close()
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_a_client_that_goes_away_mid_request_is_no_error(env, capsys, caplog):
     # A runner killed mid-request (a node lost under a Ray actor) leaves its request half-done.
     server, url, http = env
@@ -231,6 +240,7 @@ def test_a_client_that_goes_away_mid_request_is_no_error(env, capsys, caplog):
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_capacity():
     server, url = start_env_server(max_envs=1, token_env=UNSET_TOKEN_ENV)
     try:
@@ -246,6 +256,7 @@ def test_capacity():
         stop_env_server(server)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_an_env_nobody_uses_is_released_for_its_lost_client():
     # A client whose allocation answer was lost never releases: the server must, or the env is gone for good.
     server, url = start_env_server(max_envs=1, token_env=UNSET_TOKEN_ENV, idle_timeout_s=1.0)
@@ -294,6 +305,7 @@ def test_serve_prints_port_and_stops_on_sigterm():
             proc.kill()
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_leaving_the_task_page_ends_the_episode_as_failed(env):
     server, url, http = env
     sid = allocate(url, http, "click-test", 0)["server_id"]

@@ -6,7 +6,7 @@ import time
 import pytest
 import requests
 from click.testing import CliRunner
-from conftest import UNSET_TOKEN_ENV, start_env_server, stop_env_server
+from helpers.envserver import UNSET_TOKEN_ENV, start_env_server, stop_env_server
 
 from cua_cli.cli import main
 from cua_cli.envserver.agentgym_webarena import KIND, WebArenaRoutes, parse_action, parse_seeds, parse_tasks
@@ -30,6 +30,7 @@ def tree(observation):
 
 
 # Before the module's server exists, so no more than 2 browsers live at once.
+@pytest.mark.slow  # the env server's headless Chromium
 def test_shutdown_quits_the_browsers_of_agentgym_envs():
     server, url = start_env_server(max_envs=1, token_env=UNSET_TOKEN_ENV, agentgym_tasks=["click-test"],
                         agentgym_seeds=[range(1)])
@@ -83,6 +84,7 @@ def close(url, http, env_idx):
     assert r.status_code == 200 and r.json() == {"closed": "closed"}
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_routes_and_observation_shape(env):
     server, url, http = env
     r = http.get(f"{url}/")
@@ -112,6 +114,7 @@ def test_routes_and_observation_shape(env):
     assert r.status_code == 500 and f"unknown env_idx {e}" in r.json()["error"]
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_click_reaches_reward_and_a_later_step_changes_nothing(env):
     server, url, http = env
     e = create(url, http)
@@ -128,6 +131,7 @@ def test_click_reaches_reward_and_a_later_step_changes_nothing(env):
     close(url, http, e)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_enter_text_and_ids_stay_put(env):
     server, url, http = env
     e = create(url, http)
@@ -159,6 +163,7 @@ def test_enter_text_and_ids_stay_put(env):
     close(url, http, e)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_choose_an_option(env):
     server, url, http = env
     e = create(url, http)
@@ -177,6 +182,7 @@ def test_choose_an_option(env):
     close(url, http, e)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 @pytest.mark.parametrize("action, says", [
     ("I would click the button.", "No action found in your response"),
     ("```   ```", "fence in your response is empty"),
@@ -212,6 +218,7 @@ def test_bad_actions_are_observations(env, action, says):
     close(url, http, e)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_unknown_envs_and_bad_bodies(env):
     server, url, http = env
     r = step(url, http, 12345, "```click [3]```")
@@ -244,6 +251,7 @@ def test_unknown_envs_and_bad_bodies(env):
     close(url, http, e)
 
 
+@pytest.mark.slow  # the env server's headless Chromium
 def test_agentgym_envs_share_the_pool_and_hide_from_server_list(env, monkeypatch):
     server, url, http = env
     a, b = create(url, http), create(url, http)

@@ -5,8 +5,10 @@ import json
 import os
 import shutil
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from conftest import run_cua
+from helpers.cli import run_cua
 from PIL import Image
 
 from cua_cli.errors import InputError
@@ -227,8 +229,6 @@ def test_sft_lines(tmp_path):
 
 
 def test_parquet_schema_and_same_rows_as_jsonl(two_task_run, tmp_path):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     rows, _ = export([two_task_run], tmp_path, failed_tries=True)
     out, summary = export([two_task_run], tmp_path, fmt="parquet", failed_tries=True)
     table = pq.read_table(out)
@@ -250,7 +250,6 @@ def test_parquet_schema_and_same_rows_as_jsonl(two_task_run, tmp_path):
 
 
 def test_parquet_batches_and_strange_text(tmp_path, monkeypatch):
-    pq = pytest.importorskip("pyarrow.parquet")
     from cua_cli.export import writers
     monkeypatch.setattr(writers, "BATCH_ROWS", 2)
     r = RunFolder(tmp_path, "run")

@@ -14,8 +14,10 @@ import threading
 
 import psutil
 import pytest
-from conftest import CUA, wait_for
-from faultproxy import FaultProxy
+from helpers.cli import CUA, start_cua
+from helpers.faultproxy import FaultProxy
+from helpers.net import free_port
+from helpers.waiting import wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
@@ -70,6 +72,7 @@ def _check_steps(run, rec):
     return lines
 
 
+@pytest.mark.slow  # rollouts on the env server's headless Chromium
 def test_refused_action_is_the_agents_failure_not_an_env_error(env_server, tmp_path):
     def policy(method, path, body):
         return ("status", 400, "unknown key 'capslock'") if "/execute/" in path and _is_action(body) else "pass"
@@ -87,6 +90,7 @@ def test_refused_action_is_the_agents_failure_not_an_env_error(env_server, tmp_p
     assert proxy.faults["http_400"] == 2
 
 
+@pytest.mark.slow  # rollouts on the env server's headless Chromium
 def test_env_failing_mid_step_keeps_the_step_and_masks_the_whole_secret(env_server, tmp_path):
     failed = threading.Event()
 
@@ -112,6 +116,7 @@ def test_env_failing_mid_step_keeps_the_step_and_masks_the_whole_secret(env_serv
     assert proxy.faults["http_500"] == 1
 
 
+@pytest.mark.slow  # rollouts on the env server's headless Chromium
 def test_task_the_env_refuses_ends_at_once_as_bad_task(env_server, tmp_path):
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"task_id": "nope", "config": {"miniwob": "no-such-task"}}) + "\n")
     r, run = _rollout(tmp_path, env_server, "{kind: jsonl, jsonl: tasks.jsonl}")
@@ -119,14 +124,6 @@ def test_task_the_env_refuses_ends_at_once_as_bad_task(env_server, tmp_path):
     (rec,) = _attempts(run)  # not retried: the env will refuse it every time
     assert rec["outcome"] == "error" and rec["stop_reason"] == "bad_task" and "no-such-task" in rec["error"]
     assert os.listdir(run / "queue" / "failed") == ["nope__0.json"]
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_only_requests_that_never_reached_the_server_are_retried_for_actions():
@@ -138,7 +135,7 @@ def test_only_requests_that_never_reached_the_server_are_retried_for_actions():
         return http.post(url, 5, json={"action": "pyautogui.click(1, 1)"})
 
     # Connection refused: the server never saw the request, so even an action may be sent again.
-    url = f"http://127.0.0.1:{_closed_port()}/server/execute/x"
+    url = f"http://127.0.0.1:{free_port()}/server/execute/x"
     with pytest.raises(InfraError):
         with_retries(lambda: post(url), 2, "execute", base_delay=0.01, idempotent=False)
     assert len(calls) == 3
@@ -172,6 +169,7 @@ def test_only_requests_that_never_reached_the_server_are_retried_for_actions():
         listener.close()
 
 
+@pytest.mark.slow  # a whole rollout on real MiniWoB++ (Chromium), killed and resumed
 def test_killed_rollout_leaves_no_orphans_and_resumes_cleanly(tmp_path):
     cfg = tmp_path / "exp.yaml"
     cfg.write_text(f"""
@@ -181,8 +179,7 @@ env: {{url: local, local: {{max_envs: 2}}}}
 model: {{provider: random, seed: 1}}
 runner: {{num_envs: 2, max_steps: 8}}
 """)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         start_new_session=True)
+    p = start_cua("rollout", str(cfg), stdout=subprocess.DEVNULL, text=False)
     children = []
     try:
         wait_for(lambda: (tmp_path / "results").exists() and any(

@@ -15,8 +15,10 @@ from collections import Counter
 
 import psutil
 import pytest
-from conftest import CUA, ROOT, run_cua, start_env_server, start_tiny_fleet, stop_env_server
-from faultproxy import FaultProxy, chaos
+from helpers.cli import ROOT, kill_group, run_cua, start_cua
+from helpers.envserver import start_env_server, stop_env_server
+from helpers.faultproxy import FaultProxy, chaos
+from helpers.models import start_tiny_fleet
 
 from cua_cli.rollout.envserver_process import LocalEnvServer
 from cua_cli.runfolder.jsonl import read_lines
@@ -94,8 +96,7 @@ env: {{url: "{env_url}"}}
 model: {{provider: openai, guided: true, max_tokens: 128, retries: 1, timeout_s: 60}}
 runner: {{num_envs: 2, max_steps: 4}}
 """)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--fleet", str(mine), "--ray", cluster.address],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = start_cua("rollout", str(cfg), "--fleet", str(mine), "--ray", cluster.address)
     try:
         deadline = time.monotonic() + 300
         while not list((tmp_path / "results").glob("*/trajectories/*/*/traj.jsonl")):
@@ -110,8 +111,7 @@ runner: {{num_envs: 2, max_steps: 4}}
         changed = time.time()
         out, err = p.communicate(timeout=600)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
         stop_env_server(env)
     assert p.returncode == 0, err
     (run,) = (tmp_path / "results").iterdir()
@@ -129,9 +129,8 @@ runner: {{num_envs: 2, max_steps: 4}}
 def test_killed_server_episodes_move_on_and_supervisor_restarts_it(fleet):
     work, fleet_file, doc = fleet
     victim = doc["servers"][0]
-    p = subprocess.Popen([*CUA, "rollout", str(_rollout_config(work, "kill")), "--fleet", str(fleet_file),
-                          "--set", "runner.max_steps=8"], cwd=work, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = start_cua("rollout", str(_rollout_config(work, "kill")), "--fleet", str(fleet_file),
+                  "--set", "runner.max_steps=8", cwd=work, new_session=False)
     try:
         deadline = time.monotonic() + 120
         while not list((work / "results-kill").glob("*/trajectories/*/*/traj.jsonl")):
@@ -164,11 +163,10 @@ def test_trainer_handoff_export_check_train_reload(fleet):
     Unguided: vLLM's logprobs of guided answers come after the grammar's mask, which transformers lacks."""
     work, fleet_file, doc = fleet
     cfg = _rollout_config(work, "rl")
-    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--fleet", str(fleet_file), "--watch",
-                          "--set", "model.record_tokens=true", "--set", "model.guided=false",
-                          "--set", "tasks.rollout_n=2",
-                          "--set", "runner.poll_s=0.5", "--set", "model.retries=3"],
-                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = start_cua("rollout", str(cfg), "--fleet", str(fleet_file), "--watch",
+                  "--set", "model.record_tokens=true", "--set", "model.guided=false",
+                  "--set", "tasks.rollout_n=2",
+                  "--set", "runner.poll_s=0.5", "--set", "model.retries=3", cwd=work, new_session=False)
     try:
         def steps():
             return [json.loads(line) for f in (work / "results-rl").glob("*/trajectories/*/*/traj.jsonl")

@@ -1,7 +1,7 @@
 """GPU specs, vLLM flags and metrics parsing: pure functions, and the CLI's errors."""
 
 import pytest
-from conftest import run_cua
+from helpers.cli import run_cua
 
 from cua_cli.config import vllm_flags
 from cua_cli.errors import GpuSpecError
@@ -69,7 +69,6 @@ def test_gpu_specs_beyond_any_host_are_refused_at_once():
 
 
 def test_bad_fleet_files_are_named_not_a_traceback(tmp_path):
-    from conftest import run_cua
     cfg = tmp_path / "exp.yaml"
     cfg.write_text("tasks: {kind: miniwob, miniwob: {names: [click-test]}}\n")
     odd = tmp_path / "odd: name #1"

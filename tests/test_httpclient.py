@@ -2,76 +2,15 @@
 
 import json
 import socket
-import threading
 import time
 
 import pytest
-from conftest import wait_for
+from helpers.servers import DRIPS, DripServer, RawServer
+from helpers.waiting import wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from slowservers import DRIPS, DripServer
 
 from cua_cli._util.httpclient import BadStatus, Client, NoAnswer, Unreachable
-
-
-class RawServer:
-    """Answers each request with the next scripted bytes; `None` closes the connection without answering.
-
-    Records every request as it arrived, and how many connections were opened.
-    """
-
-    def __init__(self, answers, close_after=False):
-        self.answers = list(answers)
-        self.close_after = close_after
-        self.requests: list[bytes] = []
-        self.connections = 0
-        self.closed = 0  # connections this server has closed
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn):
-        try:
-            self._answer(conn)
-        finally:
-            conn.close()
-            self.closed += 1
-
-    def _answer(self, conn):
-        buf = b""
-        while self.answers:
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(65536)
-                if not data:
-                    return
-                buf += data
-            head, _, buf = buf.partition(b"\r\n\r\n")
-            n = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length:")), b"0"))
-            while len(buf) < n:
-                buf += conn.recv(65536)
-            self.requests.append(head + b"\r\n\r\n" + buf[:n])
-            buf = buf[n:]
-            answer = self.answers.pop(0)
-            if answer is None:
-                return
-            conn.sendall(answer)
-            if self.close_after:
-                return
-
-    def close(self):
-        self.sock.close()
 
 
 def _ok(body: bytes, extra: bytes = b"") -> bytes:

@@ -1,6 +1,6 @@
 """Each screenshot goes to vLLM once, then only its uuid (issue 13): real vLLM on the CPU.
 
-A pass-through proxy (tests/faultproxy.py) stands between cua and the server,
+A pass-through proxy (tests/helpers/faultproxy.py) stands between cua and the server,
 so the tests see every request body that went over the wire; the same proxy
 injects the failures of a failover.
 """
@@ -10,8 +10,9 @@ import json
 import time
 
 import pytest
-from conftest import run_cua, start_tiny_fleet
-from faultproxy import FaultProxy
+from helpers.cli import run_cua
+from helpers.faultproxy import FaultProxy
+from helpers.models import start_tiny_fleet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage

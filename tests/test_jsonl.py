@@ -204,12 +204,19 @@ def test_every_reader_warns_about_hostile_lines_and_never_raises(episode_lines, 
         end = b"" if torn else b"\n"
         (run / "episodes.jsonl").write_bytes(b"\n".join(episode_lines) + end)
         (folder / "traj.jsonl").write_bytes(b"\n".join(step_lines) + end)
-        run_figures(read_run(run))
+        assert isinstance(run_figures(read_run(run)), dict)
         for fmt in ("jsonl", "sft"):
-            export_runs([run], Path(tmp) / f"out.{fmt}", fmt, ExportOptions(failed_tries=True))
-        Report(run, Path(tmp) / "view").build()
-        _recorded_calls(run)
+            summary = export_runs([run], Path(tmp) / f"out.{fmt}", fmt, ExportOptions(failed_tries=True))
+            assert summary["runs"] == 1 and Path(summary["out"]).is_file(), summary
+        page = Report(run, Path(tmp) / "view").build()
+        assert Path(page).name == "index.html" and Path(page).is_file()
+        assert all(call.trajectory == "t/0_0" for call in _recorded_calls(run))
         replay = Replay(run)
-        for pair in RunReader(run).refresh().final:
+        final = RunReader(run).refresh().final
+        for pair in final:
+            assert isinstance(pair, tuple) and isinstance(final[pair], dict)
             replay.session(*pair)
-        read_steps(str(folder))
+        records, warnings, path = read_steps(str(folder))
+        assert path == str(folder / "traj.jsonl") and all(isinstance(rec, dict) for _, rec in records)
+        # each line is read or warned about, never both
+        assert not {n for n, _ in records} & {n for n, _ in warnings}

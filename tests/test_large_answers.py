@@ -4,8 +4,8 @@ and a replay of the cut answers ends as the whole ones did."""
 
 import json
 
-from conftest import run_cua
-from slowservers import ClusterStandIn, ModelStandIn
+from helpers.cli import run_cua
+from helpers.servers import ClusterStandIn, ModelStandIn
 
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.runfolder.records import MAX_RESPONSE_CHARS

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import ROOT, build_tiny_vlm, run_cua
+from helpers.cli import ROOT, run_cua
+from helpers.models import build_tiny_vlm
 from PIL import Image
 
 pytestmark = pytest.mark.slow  # torch and transformers on a real recorded run

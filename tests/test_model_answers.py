@@ -1,15 +1,16 @@
 """A model server's 200 that is not a chat completion is the server's failure (ModelError),
 retried like a 500 on each endpoint and then on the next; a chat completion whose text does
-not parse stays the agent's. Against a real HTTP server on loopback (tests/slowservers.py)."""
+not parse stays the agent's. Against a real HTTP server on loopback (tests/helpers/servers.py)."""
 
 import json
 import time
 
 import pytest
+from helpers.servers import ClusterStandIn, ModelStandIn, completion
 from hypothesis import given
 from hypothesis import strategies as st
-from slowservers import ClusterStandIn, ModelStandIn, completion
 
+from cua_cli._util import retry
 from cua_cli._util.budget import Budget
 from cua_cli.agents import Turn
 from cua_cli.agents.uitars import UITarsAgent
@@ -26,6 +27,13 @@ def _model(tmp_path, urls, **extra):
     path.write_text(json.dumps({"model": {"provider": "openai", "endpoints": [f"{u}/v1" for u in urls], "name": "m",
                                           "image_uuids": False, **extra}}))
     return make_model(load_config(str(path)), {})
+
+
+@pytest.fixture
+def no_backoff(monkeypatch):
+    """Tries follow one another at once: these tests count the tries, the pause between them is
+    the retry module's (tests/test_deadlines.py and tests/test_faults.py wait it out)."""
+    monkeypatch.setattr(retry, "pause", lambda *args, **kwargs: None)
 
 
 def _choice(**fields) -> bytes:
@@ -55,7 +63,7 @@ NOT_COMPLETIONS = {
 
 
 @pytest.mark.parametrize("body", [None, *NOT_COMPLETIONS.values()], ids=["HTTP 500 (the yardstick)", *NOT_COMPLETIONS])
-def test_a_200_that_is_not_a_chat_completion_is_retried_on_every_endpoint_like_a_500(tmp_path, body):
+def test_a_200_that_is_not_a_chat_completion_is_retried_on_every_endpoint_like_a_500(tmp_path, body, no_backoff):
     with ModelStandIn() as server:
         if body is None:
             server.status = 500
@@ -68,7 +76,7 @@ def test_a_200_that_is_not_a_chat_completion_is_retried_on_every_endpoint_like_a
     assert body is None or "not a chat completion" in str(e.value)
 
 
-def test_after_bad_answers_a_good_one_is_the_reply(tmp_path):
+def test_after_bad_answers_a_good_one_is_the_reply(tmp_path, no_backoff):
     with ModelStandIn() as bad, ModelStandIn("Thought: t\nAction: wait()") as good:
         bad.body = completion(None)
         session = _model(tmp_path, [bad.url, good.url], retries=1).session("t", 0)

@@ -8,11 +8,13 @@ import uuid
 from urllib.parse import quote
 
 import pytest
-from mariadb import MariaDB
+from helpers.mariadb import MariaDB
 
 from cua_cli.dart.database import DartDatabase, InsertRule, trajectory_id
 from cua_cli.errors import CuaError, InputError, SinkUnavailable
 from cua_cli.runfolder.finished import Finished
+
+pytestmark = pytest.mark.slow  # a real MariaDB server
 
 
 @pytest.fixture(scope="module")

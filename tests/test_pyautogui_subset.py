@@ -51,7 +51,12 @@ def test_allowed_calls(code, expected):
     ],
 )
 def test_programs_at_the_limits_are_allowed(code):
-    parse_code(code)
+    commands = parse_code(code)
+    # every call of the program is one command, in order (`import pyautogui` is none;
+    # typewrite of a list of keys presses them)
+    calls = [line.split("(")[0].split(".")[-1] for line in code.replace("\r", "").split("\n")
+             if line and not line.startswith("import")]
+    assert [c.name for c in commands] == [{"typewrite": "press"}.get(c, c) for c in calls]
 
 
 def test_imports_and_sequence():

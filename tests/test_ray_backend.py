@@ -5,14 +5,15 @@ import json
 import os
 import re
 import signal
-import socket
-import subprocess
 import threading
 import time
 from http.server import HTTPServer, SimpleHTTPRequestHandler
 
 import pytest
-from conftest import CUA, run_cua, start_env_server, stop_env_server, wait_for
+from helpers.cli import kill_group, run_cua, start_cua
+from helpers.envserver import start_env_server, stop_env_server
+from helpers.net import free_port
+from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
 
@@ -74,14 +75,8 @@ def test_a_rollout_on_ray_writes_the_same_run_folder_as_a_local_one(tmp_path, ra
     assert _form(run) == _form(_run(tmp_path, "local"))
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # nothing listens there once the socket is closed
-
-
 def test_servers_a_node_cannot_reach_stop_the_rollout_at_start_with_a_clear_error(tmp_path, ray_cluster):
-    closed = f"http://127.0.0.1:{_closed_port()}"
+    closed = f"http://127.0.0.1:{free_port()}"
     r = run_cua("rollout", str(_config(tmp_path, ray_cluster, closed)), timeout=300)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "cannot reach env.url " + closed in r.stderr
@@ -91,7 +86,7 @@ def test_servers_a_node_cannot_reach_stop_the_rollout_at_start_with_a_clear_erro
 def test_the_local_env_server_and_a_cluster_nobody_runs_are_refused_clearly(tmp_path, ray_cluster, env_url):
     r = run_cua("rollout", str(_config(tmp_path, ray_cluster, "local")), timeout=60)
     assert r.returncode == 2 and "env.url" in r.stderr and "cua env-server" in r.stderr, r.stderr
-    address = f"127.0.0.1:{_closed_port()}"
+    address = f"127.0.0.1:{free_port()}"
     r = run_cua("rollout", str(_config(tmp_path, ray_cluster, env_url)), "--ray", address, timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"runner.ray.address {address}: no Ray cluster answers there" in r.stderr
@@ -99,8 +94,7 @@ def test_the_local_env_server_and_a_cluster_nobody_runs_are_refused_clearly(tmp_
 
 def _interrupt(cfg, tmp_path, *args, times=1):
     """Start a rollout, press Ctrl-C `times` times once an episode has ended; its run folder."""
-    p = subprocess.Popen([*CUA, "rollout", str(cfg), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
+    p = start_cua("rollout", str(cfg), *args)
     try:
         before = len(read_lines(_run(tmp_path) / "episodes.jsonl")) if args else 0
         wait_for(lambda: (tmp_path / "results-ray").exists() and any(
@@ -111,8 +105,7 @@ def _interrupt(cfg, tmp_path, *args, times=1):
             time.sleep(0.5)
         out, err = p.communicate(timeout=300)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 130, err
     run = _run(tmp_path)
     assert os.listdir(run / "queue" / "claimed") == []
@@ -137,8 +130,7 @@ def test_ctrl_c_twice_then_once_then_resume_finishes_every_pair_once(tmp_path, r
 
 def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url):
     cfg = _config(tmp_path, ray_cluster, env_url, seeds=2, steps=2)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = start_cua("rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2")
     try:
         done = lambda: [f.name for f in (_run(tmp_path) / "queue" / "done").iterdir()]  # noqa: E731
         wait_for(lambda: (tmp_path / "results-ray").exists() and len(done()) == 2, what="the first two pairs")
@@ -152,8 +144,7 @@ def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 130, err
     lines = {e["task_id"]: e for e in read_lines(_run(tmp_path) / "episodes.jsonl")}
     assert lines["dropped/../one"]["outcome"] in ("success", "failure") and lines["dropped/../one"]["steps"] >= 1
@@ -164,8 +155,7 @@ def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url)
 def test_a_node_that_dies_mid_run_loses_no_pair_and_leaves_no_claim(tmp_path, ray_cluster, env_url):
     c, workers = ray_cluster
     cfg = _config(tmp_path, ray_cluster, env_url, seeds=16, steps=6)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = start_cua("rollout", str(cfg))
     try:
         wait_for(lambda: (tmp_path / "results-ray").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
@@ -174,8 +164,7 @@ def test_a_node_that_dies_mid_run_loses_no_pair_and_leaves_no_claim(tmp_path, ra
         workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
         out, err = p.communicate(timeout=600)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 0 and "Traceback" not in err, err
     run = _run(tmp_path)
     lines = read_lines(run / "episodes.jsonl")
@@ -194,16 +183,14 @@ def test_a_node_lost_with_no_room_for_a_replacement_leaves_the_run_to_the_surviv
     """Each actor takes a whole worker, so the dead one's replacement finds no place: the run must still end."""
     c, workers = ray_cluster
     cfg = _config(tmp_path, ray_cluster, env_url, seeds=12, steps=4, num_cpus=2)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = start_cua("rollout", str(cfg))
     try:
         wait_for(lambda: (tmp_path / "results-ray").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
         c.remove_node(workers.pop())
         out, err = p.communicate(timeout=600)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
         workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
     assert p.returncode == 0 and "Traceback" not in err, err
     run = _run(tmp_path)
@@ -232,15 +219,13 @@ def test_an_address_where_no_ray_cluster_answers_fails_at_once_with_one_line(tmp
 def test_sigterm_while_ray_starts_ends_the_run_cleanly_and_resume_finishes_it(tmp_path, ray_cluster, env_url):
     """Whenever it lands (joining the cluster, placing actors, the first episodes): exit 143, nothing held."""
     cfg = _config(tmp_path, ray_cluster, env_url, seeds=4, steps=2)
-    p = subprocess.Popen([*CUA, "rollout", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = start_cua("rollout", str(cfg))
     try:
         wait_for(lambda: (tmp_path / "results-ray").exists(), what="the run folder")
         os.killpg(p.pid, signal.SIGTERM)
         out, err = p.communicate(timeout=120)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 143 and "Traceback" not in err, err
     run = _run(tmp_path)
     assert os.listdir(run / "queue" / "claimed") == []

@@ -1,11 +1,14 @@
 """Checkpoint-driven reloads (model.reload_from: mysql) against a real MariaDB holding DART's `checkpoint`
 table; the fleet's rolling reload itself is tested with real vLLM in test_fleet_e2e.py."""
 
-from conftest import wait_for
-from mariadb import MariaDB
+import pytest
+from helpers.mariadb import MariaDB
+from helpers.waiting import wait_for
 
 from cua_cli.dart import reloads
 from cua_cli.dart.database import DartDatabase
+
+pytestmark = pytest.mark.slow  # a real MariaDB server
 
 
 def _checkpoint(db, run_id: str, *versions: tuple[str, str]) -> None:

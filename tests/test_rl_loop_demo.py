@@ -8,7 +8,7 @@ import subprocess
 
 import psutil
 import pytest
-from conftest import ROOT
+from helpers.cli import ROOT
 
 pytestmark = pytest.mark.slow  # the whole RL loop: vLLM, MariaDB, torch
 

@@ -3,16 +3,19 @@
 import json
 import os
 import signal
-import socket
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
 import psutil
-from conftest import CUA, run_cua, wait_for
+import pytest
+from helpers.cli import kill_group, run_cua, start_cua
+from helpers.net import free_port
+from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
+
+pytestmark = pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
 
 TASKS = "[click-test, click-test-2, click-button]"
 
@@ -88,22 +91,16 @@ def test_replay_reproduces_actions_and_scores(write, tmp_path):
         assert a[pair]["score"] == b[pair]["score"], pair
 
 
-def _start(args, cwd):
-    return subprocess.Popen([*CUA, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-
-
 def test_ctrl_c_then_resume_completes_without_duplicates(write, tmp_path):
     cfg = config(write, seeds="[0, 1, 2, 3]")
-    p = _start(["rollout", str(cfg)], tmp_path)
+    p = start_cua("rollout", str(cfg), cwd=tmp_path)
     try:
         wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results").iterdir()), what="first episode")
         os.kill(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=120)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 130, err
     assert "--resume" in out
     run = run_dir(tmp_path)
@@ -124,7 +121,7 @@ def _runner_children(pid):
 
 def test_sigkilled_runner_pair_finishes_after_reclaim(write, tmp_path):
     cfg = config(write, body="", seeds="[0, 1, 2]")
-    p = _start(["rollout", str(cfg), "--set", "runner.lease_ttl_s=3", "--set", "runner.processes=2"], tmp_path)
+    p = start_cua("rollout", str(cfg), "--set", "runner.lease_ttl_s=3", "--set", "runner.processes=2", cwd=tmp_path)
     try:
         wait_for(lambda: (tmp_path / "results").exists() and any(
             os.listdir(d / "queue" / "claimed") for d in (tmp_path / "results").iterdir()
@@ -136,8 +133,7 @@ def test_sigkilled_runner_pair_finishes_after_reclaim(write, tmp_path):
         os.kill(victim, signal.SIGKILL)
         out, err = p.communicate(timeout=180)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 0, err
     final, lines = check_complete(run)
     assert len(final) == 9
@@ -145,29 +141,23 @@ def test_sigkilled_runner_pair_finishes_after_reclaim(write, tmp_path):
     assert lost["attempt"] >= 1, "the killed runner's pair must have been run again"
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_env_server_killed_mid_run_errors_are_retried(write, tmp_path):
-    port = _free_port()
+    port = free_port()
     server_args = ["env-server", "--port", str(port), "--max-envs", "2"]
-    server = _start(server_args, tmp_path)
+    server = start_cua(*server_args, cwd=tmp_path)
     cfg = config(write, env_url=f"http://127.0.0.1:{port}", seeds="[0, 1, 2]",
                  body="")
     rollout = None
     try:
         assert "listening" in server.stdout.readline()
-        rollout = _start(["rollout", str(cfg), "--set", "env.retries=1", "--set", "runner.max_attempts=10",
-                          "--set", "env.allocate_wait_s=5"], tmp_path)
+        rollout = start_cua("rollout", str(cfg), "--set", "env.retries=1", "--set", "runner.max_attempts=10",
+                            "--set", "env.allocate_wait_s=5", cwd=tmp_path)
         wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results").iterdir()), what="first episode")
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
         time.sleep(3)
-        server = _start(server_args, tmp_path)
+        server = start_cua(*server_args, cwd=tmp_path)
         assert "listening" in server.stdout.readline()
         out, err = rollout.communicate(timeout=240)
         assert rollout.returncode == 0, err
@@ -186,10 +176,9 @@ def test_env_server_killed_mid_run_errors_are_retried(write, tmp_path):
 def test_env_token_is_used_and_never_written(write, tmp_path):
     token = "s3cr3t-token-value-xyz"
     env = {"CUA_E2E_TOKEN": token}
-    port = _free_port()
-    server = subprocess.Popen([*CUA, "env-server", "--port", str(port), "--token-env", "CUA_E2E_TOKEN"],
-                              cwd=tmp_path, env=dict(os.environ, **env), stdout=subprocess.PIPE, text=True,
-                              start_new_session=True)
+    port = free_port()
+    server = start_cua("env-server", "--port", str(port), "--token-env", "CUA_E2E_TOKEN", cwd=tmp_path, env=env,
+                       stderr=None)
     try:
         assert "listening" in server.stdout.readline()
         cfg = write("tok.yaml", f"""
@@ -217,7 +206,7 @@ runner: {{num_envs: 1, max_steps: 3}}
 
 def test_watch_picks_up_dropped_task_files(write, tmp_path):
     cfg = config(write, seeds="[0]")
-    p = _start(["rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2"], tmp_path)
+    p = start_cua("rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2", cwd=tmp_path)
     try:
         wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "queue" / "done").exists() and len(os.listdir(d / "queue" / "done")) == 3
@@ -234,8 +223,7 @@ def test_watch_picks_up_dropped_task_files(write, tmp_path):
         os.kill(p.pid, signal.SIGINT)
         p.communicate(timeout=60)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     final, _ = check_complete(run)
     assert final[("dropped/../one", 0)]["outcome"] in ("success", "failure")
     assert final[("bad", 0)]["stop_reason"] == "bad_task"

@@ -10,7 +10,9 @@ from collections import Counter
 
 import psutil
 import pytest
-from conftest import CUA, ROOT, UNSET_TOKEN_ENV, run_cua, start_env_server, stop_env_server, wait_for
+from helpers.cli import ROOT, kill_group, run_cua, start_cua
+from helpers.envserver import UNSET_TOKEN_ENV, start_env_server, stop_env_server
+from helpers.waiting import wait_for
 
 from cua_cli._util.httpclient import Client
 from cua_cli.runfolder.jsonl import read_lines
@@ -54,8 +56,7 @@ def _episodes(tmp_path) -> int:
 
 
 def _start(cfg, *args):
-    return subprocess.Popen([*CUA, "rollout", str(cfg), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return start_cua("rollout", str(cfg), *args)
 
 
 def _held_envs(env_url) -> list:
@@ -87,6 +88,7 @@ def _finish_and_check(cfg, run, env_url, pairs):
     wait_for(lambda: _held_envs(env_url) == [], ENDS_WITHIN_S, "the env server's envs to be released")
 
 
+@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_stop_signal_to_the_process_group_ends_the_run_as_ctrl_c_does(tmp_path, env_url, sig, code):
     cfg = _config(tmp_path, env_url)
@@ -96,8 +98,7 @@ def test_a_stop_signal_to_the_process_group_ends_the_run_as_ctrl_c_does(tmp_path
         os.killpg(p.pid, sig)  # what a batch scheduler, `timeout` or a container stop does
         out, err = p.communicate(timeout=ENDS_WITHIN_S)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == code, err
     assert "Traceback" not in err and "--resume" in out, err
     # multiprocessing's resource tracker leaves once it reads the end of its pipe, just after the rollout
@@ -121,6 +122,7 @@ def _stop_and_check(p, tmp_path, env_url, code):
     return run, out, err
 
 
+@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
 def test_any_mix_of_signals_ends_the_run_and_resume_finishes_every_pair_once(tmp_path, env_url):
     """Ctrl-C, then SIGTERM during its clean-up, then Ctrl-C again: a bounded, clean end, named by the first."""
     cfg = _config(tmp_path, env_url)
@@ -134,11 +136,11 @@ def test_any_mix_of_signals_ends_the_run_and_resume_finishes_every_pair_once(tmp
                 os.killpg(p.pid, sig)
         run, _, _ = _stop_and_check(p, tmp_path, env_url, 130)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     _finish_and_check(cfg, run, env_url, 8)
 
 
+@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
 def test_a_signal_during_set_up_ends_the_run_before_any_episode(tmp_path, env_url):
     cfg = _config(tmp_path, env_url)
     p = _start(cfg)
@@ -147,15 +149,15 @@ def test_a_signal_during_set_up_ends_the_run_before_any_episode(tmp_path, env_ur
         os.killpg(p.pid, signal.SIGTERM)
         run, out, _ = _stop_and_check(p, tmp_path, env_url, 143)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert "--resume" in out
     _finish_and_check(cfg, run, env_url, 8)
 
 
+@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
 def test_episodes_that_do_not_end_after_one_signal_are_stopped_after_a_grace(tmp_path):
     """An env that holds every action: one SIGTERM still ends the run, the pairs go back uncounted."""
-    from faultproxy import FaultProxy
+    from helpers.faultproxy import FaultProxy
 
     # Runners stopped at once cannot release their envs: the env server's idle timeout does.
     server, env_url = start_env_server(max_envs=3, token_env=UNSET_TOKEN_ENV, idle_timeout_s=5)
@@ -168,8 +170,7 @@ def test_episodes_that_do_not_end_after_one_signal_are_stopped_after_a_grace(tmp
             os.killpg(p.pid, signal.SIGTERM)
             run, _, err = _stop_and_check(p, tmp_path, env_url, 143)
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            kill_group(p)
     try:
         assert "stopping now" in err
         pending = [json.loads(f.read_text()) for f in (run / "queue" / "pending").glob("*.json")]
@@ -189,9 +190,8 @@ def test_start_models_stopped_while_its_server_starts_leaves_no_process(tmp_path
                    capture_output=True)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         fleet_file = tmp_path / f"fleet-{sig}.json"
-        p = subprocess.Popen([*CUA, "start-models", "--cpu", "1", "--model", str(model), "--config",
-                              str(ROOT / "configs/fleet-cpu.yaml"), "--fleet", str(fleet_file), "--base-port", "8470"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        p = start_cua("start-models", "--cpu", "1", "--model", str(model), "--config",
+                      str(ROOT / "configs/fleet-cpu.yaml"), "--fleet", str(fleet_file), "--base-port", "8470")
         try:
             wait_for(lambda: fleet_file.exists() and json.loads(fleet_file.read_text()).get("pgids"),
                      ENDS_WITHIN_S, "the server to be started")
@@ -200,8 +200,7 @@ def test_start_models_stopped_while_its_server_starts_leaves_no_process(tmp_path
             os.killpg(p.pid, sig)
             out, err = p.communicate(timeout=ENDS_WITHIN_S)
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            kill_group(p)
         assert p.returncode == 0 and "Traceback" not in err, err
         assert "no server process is left" in out
         assert _group_left(pgid) == [] and not fleet_file.exists()
@@ -227,29 +226,25 @@ def test_a_long_command_stopped_by_a_signal_says_so_and_exits_with_its_status(tm
     (run / "episodes.jsonl").write_text("".join(json.dumps(
         {"task_id": t, "domain": "d", "sample": 0, "attempt": 0, "outcome": "failure", "reward": 0, "score": 0.0,
          "steps": 1, "stop_reason": "max_steps", "duration_s": 1.0, "error": None, "traj": None}) + "\n" for t in ids))
-    p = subprocess.Popen([*CUA, "stats", str(run), "--by", "task", "--format", "json"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+    p = start_cua("stats", str(run), "--by", "task", "--format", "json", text=False)
     try:
         wait_for(lambda: "pipe_write" in _wchan(p.pid), ENDS_WITHIN_S, "the output to fill its pipe")
         os.killpg(p.pid, sig)
         _, err = p.communicate(timeout=ENDS_WITHIN_S)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        kill_group(p)
     assert p.returncode == 128 + sig and b"Traceback" not in err, err
     assert f"interrupted ({signal.Signals(sig).name})".encode() in err
 
 
 def test_env_server_ends_cleanly_on_every_stop_signal():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        p = subprocess.Popen([*CUA, "env-server", "--port", "0", "--token-env", UNSET_TOKEN_ENV],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        p = start_cua("env-server", "--port", "0", "--token-env", UNSET_TOKEN_ENV)
         try:
             assert "listening on" in p.stdout.readline()
             os.killpg(p.pid, sig)
             _, err = p.communicate(timeout=ENDS_WITHIN_S)
         finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+            kill_group(p)
         assert p.returncode == 0 and "Traceback" not in err, (sig, err)
         wait_for(lambda: _group_left(p.pid) == [], 30, "no process of the env server to be left")

@@ -5,7 +5,7 @@ import json
 import math
 
 import pytest
-from conftest import run_cua
+from helpers.cli import run_cua
 
 from cua_cli.stats.compare import mcnemar_exact
 
@@ -187,6 +187,7 @@ def test_compare_multi_sample_uses_permutation(cua_run, dart_run):
     assert res["only_a"] == ["t3"]
 
 
+@pytest.mark.slow  # a whole rollout on real MiniWoB++ (Chromium)
 def test_stats_of_a_real_rollout(write, tmp_path):
     cfg = write("real.yaml", """
 run: {name: real, results_dir: results}

@@ -3,7 +3,7 @@ import json
 
 import pytest
 import transformers
-from conftest import build_tiny_vlm
+from helpers.models import build_tiny_vlm
 from PIL import Image
 
 pytestmark = pytest.mark.slow  # torch and transformers

@@ -8,7 +8,7 @@ import random
 import re
 
 import pytest
-from conftest import run_cua
+from helpers.cli import run_cua
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -60,6 +60,7 @@ def finals(run_dir):
     return out
 
 
+@pytest.mark.slow  # headless Chromium (selenium) and a real rollout
 def test_index_lists_every_pair_filters_and_sorts(browser, run):
     r = run_cua("view", str(run))
     assert r.returncode == 0
@@ -82,6 +83,7 @@ def test_index_lists_every_pair_filters_and_sorts(browser, run):
     assert steps == sorted(steps)
 
 
+@pytest.mark.slow  # headless Chromium (selenium) and a real rollout
 def test_episode_page_shows_each_step_with_a_marker_where_the_agent_clicked(browser, run):
     open_page(browser, run / "view" / "index.html")
     link = browser.find_element(By.CSS_SELECTOR, "#episodes tbody a")
@@ -108,6 +110,7 @@ def test_episode_page_shows_each_step_with_a_marker_where_the_agent_clicked(brow
     assert browser.find_element(By.LINK_TEXT, "all episodes")
 
 
+@pytest.mark.slow  # headless Chromium (selenium) and a real rollout
 def test_compare_page_links_into_both_runs(browser, run, tmp_path):
     other = tmp_path / "other"
     # A second run of the same pairs where every result is flipped: all tasks differ.
@@ -132,6 +135,7 @@ def test_compare_page_links_into_both_runs(browser, run, tmp_path):
     assert list((tmp_path / "cmp" / "run-0" / "shots").rglob("step_0000.png"))
 
 
+@pytest.mark.slow  # headless Chromium (selenium) and a real rollout
 def test_large_run_in_progress(browser, tmp_path):
     big = tmp_path / "big"
     big.mkdir()

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pymysql
+
+from helpers.net import free_port
 
 DATABASE = "cua_test"
 _SEARCH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])  # root's tools, for anyone
@@ -38,12 +39,6 @@ def _tool(*names: str) -> str:
     raise RuntimeError(f"none of {', '.join(names)} found: run scripts/setup_env.sh (Debian's mariadb-server)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class MariaDB:
     def __init__(self, tmp_path, password: str | None = None, start_timeout: float = 30.0):
         self.dir = Path(tmp_path) / "mariadb"
@@ -51,7 +46,7 @@ class MariaDB:
         self.log = self.dir / "server.log"
         # URL-special characters, so the tests see the password encoded in the URL and masked in messages.
         self.password = password or f"pw{secrets.token_hex(8)}@:/%"
-        self.port = _free_port()
+        self.port = free_port()
         self.start_timeout = start_timeout
         self._short_dir = None
         self.socket = self.dir / "mysqld.sock"

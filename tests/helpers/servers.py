@@ -1,4 +1,8 @@
-"""Servers on loopback that answer too slowly or wrongly, for the deadline and bad-answer tests.
+"""Servers on loopback that answer too slowly, wrongly or as scripted, for the HTTP client, deadline
+and bad-answer tests; and the two bases every loopback test server here is built on
+(`RawSocketServer` for raw bytes, `LoopbackHTTPServer` for HTTP, which faultproxy.py uses too).
+
+`RawServer` answers each request with the next scripted bytes.
 
 `drip` holds a connection with an answer that never ends, each kind a way
 HTTP allows an answer to go on: headers, interim `100 Continue` answers, a
@@ -42,9 +46,9 @@ def drip(sock: socket.socket, kind: str, stop: threading.Event, gap: float = 0.0
         pass
 
 
-def read_request(sock: socket.socket) -> bytes | None:
-    """One request's head and body from `sock`; None when the client closed first."""
-    buf = b""
+def read_request(sock: socket.socket, buf: bytes = b"") -> tuple[bytes, bytes] | None:
+    """One request's head and body from `sock` (after what `buf` already holds); (request, the bytes
+    read past it), or None when the client closed first."""
     while b"\r\n\r\n" not in buf:
         data = sock.recv(65536)
         if not data:
@@ -58,10 +62,83 @@ def read_request(sock: socket.socket) -> bytes | None:
         if not data:
             return None
         body += data
-    return head + b"\r\n\r\n" + body
+    return head + b"\r\n\r\n" + body[:n], body[n:]
 
 
-class DripServer:
+class RawSocketServer:
+    """A raw-socket server on loopback: each connection is served by `answer(conn)` in its own thread.
+
+    Counts the connections opened and the ones it has closed. Subclasses set their own state before
+    calling `super().__init__()`, which starts accepting.
+    """
+
+    def __init__(self):
+        self.connections = 0
+        self.closed = 0  # connections this server has closed
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            self.answer(conn)
+        finally:
+            conn.close()
+            self.closed += 1
+
+    def answer(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class RawServer(RawSocketServer):
+    """Answers each request with the next scripted bytes; `None` closes the connection without answering.
+
+    Records every request as it arrived, and how many connections were opened.
+    """
+
+    def __init__(self, answers, close_after=False):
+        self.answers = list(answers)
+        self.close_after = close_after
+        self.requests: list[bytes] = []
+        super().__init__()
+
+    def answer(self, conn):
+        buf = b""
+        while self.answers:
+            got = read_request(conn, buf)
+            if got is None:
+                return
+            request, buf = got
+            self.requests.append(request)
+            answer = self.answers.pop(0)
+            if answer is None:
+                return
+            conn.sendall(answer)
+            if self.close_after:
+                return
+
+
+class DripServer(RawSocketServer):
     """A raw-socket server that reads each request and answers it with the `kind` of endless answer.
 
     It gives up after `give_up_s` (closing the connection), so a client
@@ -72,57 +149,38 @@ class DripServer:
         self.kind = kind
         self.requests = 0
         self.stop = threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self._give_up_s = give_up_s
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn):
-        with conn:
-            if read_request(conn) is None:
-                return
-            self.requests += 1
-            timer = threading.Timer(self._give_up_s, self.stop.set)
-            timer.daemon = True
-            timer.start()
-            drip(conn, self.kind, self.stop)
+    def answer(self, conn):
+        if read_request(conn) is None:
+            return
+        self.requests += 1
+        timer = threading.Timer(self._give_up_s, self.stop.set)
+        timer.daemon = True
+        timer.start()
+        drip(conn, self.kind, self.stop)
 
     def close(self):
         self.stop.set()
-        self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        super().close()
 
 
-class _StandIn:
-    """A ThreadingHTTPServer on loopback whose `answer` method serves each request."""
+class LoopbackHTTPServer:
+    """A ThreadingHTTPServer on loopback, serving while in a `with` block: each GET or POST is counted
+    by path in `requests`, its body read, and handed to `serve(handler, method, body)`."""
 
     def __init__(self):
-        self.drip: str | None = None  # a DRIPS kind: requests get that endless answer...
-        self.drip_on = "/"            # ... when their path starts with this
         self.requests = Counter()     # path -> how many arrived
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # set when the server stops: what a held request waits on
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for it, at the end of every `with`
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def __exit__(self, *exc):
@@ -130,11 +188,23 @@ class _StandIn:
         self.server.shutdown()
         self.server.server_close()
 
-    def answer(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+    def count(self, counter: Counter, key) -> None:
+        with self._lock:
+            counter[key] += 1
+
+    def serve(self, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
         raise NotImplementedError
 
+    @staticmethod
+    def reply(handler: BaseHTTPRequestHandler, status: int, ctype: str, data: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", ctype)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
     def _handler(self):
-        standin = self
+        owner = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -150,19 +220,29 @@ class _StandIn:
 
             def _serve(self, method):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with standin._lock:
-                    standin.requests[self.path] += 1
-                if standin.drip and self.path.startswith(standin.drip_on):
-                    self.close_connection = True
-                    return drip(self.connection, standin.drip, standin._stop)
-                status, data = standin.answer(method, self.path, body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                owner.count(owner.requests, self.path)
+                owner.serve(self, method, body)
 
         return Handler
+
+
+class _StandIn(LoopbackHTTPServer):
+    """A loopback HTTP server whose `answer` method serves each request, unless told to drip."""
+
+    def __init__(self):
+        super().__init__()
+        self.drip: str | None = None  # a DRIPS kind: requests get that endless answer...
+        self.drip_on = "/"            # ... when their path starts with this
+
+    def answer(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        raise NotImplementedError
+
+    def serve(self, handler, method, body):
+        if self.drip and handler.path.startswith(self.drip_on):
+            handler.close_connection = True
+            return drip(handler.connection, self.drip, self._stop)
+        status, data = self.answer(method, handler.path, body)
+        self.reply(handler, status, "application/json", data)
 
 
 def completion(content) -> bytes:

@@ -1,0 +1,29 @@
+"""The tiny random Qwen2-VL of scripts/make_tiny_vlm.py: built in this process, or served by real vLLM."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.cli import ROOT, run_cua
+
+
+def build_tiny_vlm(out: Path) -> Path:
+    """The tiny random Qwen2-VL of scripts/make_tiny_vlm.py, built in this process (fast, offline)."""
+    spec = importlib.util.spec_from_file_location("make_tiny_vlm", ROOT / "scripts" / "make_tiny_vlm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build(out)
+
+
+def start_tiny_fleet(work: Path, servers: int, base_port: int) -> Path:
+    """Build the tiny random Qwen2-VL in `work` and serve it with real vLLM on the CPU; the fleet file."""
+    model = work / "tiny-vlm"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
+                   capture_output=True)
+    fleet_file = work / "fleet.json"
+    r = run_cua("start-models", "--cpu", str(servers), "--model", str(model),
+                "--config", str(ROOT / "configs/fleet-cpu.yaml"), "--fleet", str(fleet_file),
+                "--base-port", str(base_port), "--detach", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return fleet_file
