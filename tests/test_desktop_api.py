@@ -114,3 +114,21 @@ def test_accessibility_tree_is_xml_from_at_spi(url):
     status, _, raw = request(url + "/accessibility")
     assert status == 200
     assert json.loads(raw)["AT"].startswith("<desktop-frame")
+
+
+def test_gnome_terminal_is_read_through_at_spi(url):
+    assert request(url + "/setup/launch", "POST", {"command": ["gnome-terminal"], "shell": False})[0] == 200
+    assert wait_for(lambda: "gnome-terminal-server" in run(url, ["wmctrl", "-lx"])["output"])
+    assert request(url + "/setup/activate_window", "POST", {"window_name": "gnome-terminal-server",
+                                                             "by_class": True})[0] == 200
+    run(url, ["python", "-c", PREFIX + "pyautogui.write('echo cua-$((6*7))\\n')"])
+
+    def terminal_text():
+        status, _, raw = request(url + "/terminal")
+        return status == 200 and "cua-42" in (json.loads(raw)["output"] or "")
+    assert wait_for(terminal_text)
+    assert "gnome-terminal-server" in json.loads(request(url + "/accessibility")[2])["AT"]
+
+
+def test_pid_1_shows_no_host_path(url):
+    assert "/tmp" not in run(url, ["cat", "/proc/1/cmdline"])["output"]

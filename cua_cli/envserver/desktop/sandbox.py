@@ -72,9 +72,11 @@ class Sandbox:
         try:
             # The launcher's env is empty: no secret of ours goes in.
             self.launcher = subprocess.Popen(
-                [sys.executable, "-s", str(GUEST / "launcher.py"), json.dumps(config)],
+                [sys.executable, "-s", str(GUEST / "launcher.py")],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env={}, start_new_session=True,
                 pass_fds=(ready_w,))
+            self.launcher.stdin.write(json.dumps(config).encode() + b"\n")
+            self.launcher.stdin.flush()
         finally:
             os.close(ready_w)
             log.close()

@@ -6,7 +6,8 @@ Python under /root, and chown to the desktop's host uids), and only then is the 
 entered. Mounts carried into a less privileged user namespace are locked: desktop-root can neither
 unmount them to see what they cover nor make a read-only one writable.
 
-Protocol with the env server (the parent): argv[1] is a JSON config; cfg["ready_fd"] is the ready pipe, handed
+Protocol with the env server (the parent): the first line of stdin is a JSON config (not argv,
+which every process of the desktop can read as PID 1's command line); cfg["ready_fd"] is the ready pipe, handed
 down to the executor, which writes one line once it listens. On stdout the launcher prints
 "unshared" (the server then writes the uid/gid maps) and waits for "go" on stdin; then "init PID".
 When stdin reaches EOF (the server died or let go) the whole desktop is killed: init is the PID
@@ -199,7 +200,7 @@ def init_main(cfg: dict) -> None:
 
 
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
+    cfg = json.loads(sys.stdin.readline())
     # No PR_SET_PDEATHSIG here: it fires when the server *thread* that started us ends. Our lifeline
     # is stdin, whose EOF means the server process let go or died.
     linux.unshare(linux.CLONE_NEWNS)
