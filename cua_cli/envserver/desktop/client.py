@@ -1,6 +1,7 @@
 """The env server's side of a desktop's executor: one request per connection at a time, connections
 kept for reuse, so a long /execute never holds up a /screenshot."""
 
+import os
 import socket
 import threading
 
@@ -13,7 +14,11 @@ class ExecutorGone(ConnectionError):
 
 class ExecutorClient:
     def __init__(self, path: str, timeout: float = 180.0):
-        self.path = path
+        # A socket path may hold 108 bytes; the desktop's folder can sit deep (a test's tmp_path).
+        # Through an fd of its directory, the path is always short.
+        directory, name = os.path.split(path)
+        self._dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.path = f"/proc/self/fd/{self._dir_fd}/{name}"
         self.timeout = timeout  # above /execute's own 120 s
         self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -55,3 +60,6 @@ class ExecutorClient:
             idle, self._idle = self._idle, []
         for sock in idle:
             sock.close()
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None

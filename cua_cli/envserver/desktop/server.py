@@ -30,6 +30,29 @@ class DesktopEnvServer(Server):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+PREFIX = "cua-desktops-"
+
+
+def _start_time(pid: int) -> str:
+    """A process's start time (field 22 of /proc/PID/stat): with the pid, it names one process."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def remove_orphans(parent: Path) -> None:
+    """Remove the desktop folders (homes) of servers that died without tearing down (a SIGKILL): their
+    desktops died with them, their files did not."""
+    for folder in parent.glob(PREFIX + "*"):
+        try:
+            pid, started = (folder / "server.pid").read_text().split()
+        except (OSError, ValueError):
+            continue  # not ours, or a server still writing its pid file
+        if _start_time(int(pid)) != started:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
                 screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
                 workdir: str | None = None) -> DesktopEnvServer:
@@ -44,8 +67,10 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
     width, height = screen
     if not (64 <= width <= 8192 and 64 <= height <= 8192):
         raise InputError("--screen must be WIDTHxHEIGHT, each 64-8192")
-    base = Path(tempfile.mkdtemp(prefix="cua-desktops-", dir=workdir))
+    remove_orphans(Path(workdir or tempfile.gettempdir()))
+    base = Path(tempfile.mkdtemp(prefix=PREFIX, dir=workdir))
     base.chmod(0o711)  # desktops' launchers pass through; nobody lists it
+    (base / "server.pid").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
     pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose)
     try:
         return DesktopEnvServer((host, port), token, pool, base, verbose)
