@@ -72,16 +72,18 @@ def build_root(cfg: dict) -> None:
     for d in ("pts", "shm"):
         os.makedirs(path("/dev/" + d))
     linux.mount("tmpfs", path("/dev/shm"), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
-                f"mode=1777,uid={base},gid={base}")
+                f"mode=1777,uid={base},gid={base},size=1g")
     os.symlink("pts/ptmx", path("/dev/ptmx"))
     for i, name in enumerate(("stdin", "stdout", "stderr")):
         os.symlink(f"/proc/self/fd/{i}", path("/dev/" + name))
     os.symlink("/proc/self/fd", path("/dev/fd"))
 
     os.makedirs(path("/proc"))
-    for d, mode in (("/tmp", "1777"), ("/run", "755")):
+    # RAM-backed: bounded, or one desktop's files could take the machine's memory (tmpfs's default is half).
+    for d, mode, size in (("/tmp", "1777", "2g"), ("/run", "755", "64m")):
         os.makedirs(path(d))
-        linux.mount("tmpfs", path(d), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"mode={mode},uid={base},gid={base}")
+        linux.mount("tmpfs", path(d), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
+                    f"mode={mode},uid={base},gid={base},size={size}")
     os.makedirs(path("/tmp/.X11-unix"), mode=0o1777)
     os.chmod(path("/tmp/.X11-unix"), 0o1777)
     os.makedirs(path("/run/user/1000"), mode=0o700)
