@@ -200,7 +200,7 @@ class Executor:
             parts = line.split(None, 7)
             if len(parts) >= 7 and wanted and wanted.lower() in parts[6].lower():
                 return {"http": 200, "json": {"width": int(parts[4]), "height": int(parts[5])}}
-        return {"http": 404, "json": {"error": f"no window of class {wanted}"}}
+        return {"http": 500, "json": {"error": f"no window of class {wanted}"}}  # OSWorld's server: 500
 
     # -- files ----------------------------------------------------------------------------------------
     @staticmethod
