@@ -26,7 +26,7 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cua_cli.envserver.desktop import make_server  # noqa: E402
+from cua_cli.envserver.desktop import make_server
 
 PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 TOKEN_ENV = "CUA_BENCH_DESKTOP_TOKEN"
@@ -51,7 +51,7 @@ class Client:
 
 def pct(samples: list[float], q: float) -> float:
     s = sorted(samples)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def row(name: str, samples: list[float]) -> list:
@@ -73,7 +73,7 @@ def memory_mib(sandbox, field: str = "Pss:") -> float:
     total = 0
     for pid in sandbox.processes() + [sandbox.launcher.pid]:
         try:
-            for line in open(f"/proc/{pid}/smaps_rollup"):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith(field):
                     total += int(line.split()[1])
         except OSError:
@@ -146,11 +146,12 @@ def main() -> None:
         clicks = []
         for _, port, _ in held:
             c = Client(port)
-            clicks += timed(lambda: c.call("POST", "/execute", click), 10)
+            clicks += timed(lambda c=c: c.call("POST", "/execute", click), 10)
             assert c.call("GET", "/screenshot")[0] == 200
         rows.append(row(f"pyautogui click with {args.fill} desktops up", clicks))
         total = sum(memory_mib(server.pool.get(eid).desktop.sandbox) for eid, _, _ in held)
-        avail = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemAvailable")) / 1024
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+        avail = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable")) / 1024
         notes.append(f"{args.fill} desktops held at once, all answering: {total:.0f} MiB PSS in all "
                      f"({total / args.fill:.0f} MiB each, {1024 / (total / args.fill):.1f} idle desktops per GiB); "
                      f"MemAvailable then: {avail:.0f} MiB, room for about {int(avail / (total / args.fill))} more idle ones")

@@ -5,9 +5,9 @@ import json
 import time
 
 import pytest
+from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
 
 from cua_cli.envserver.desktop.desktop import Desktop
-from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 

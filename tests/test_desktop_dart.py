@@ -7,11 +7,12 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from helpers.desktops import needs_desktops, png_size, request, run
 
 from cua_cli.envserver.desktop import make_server
-from helpers.desktops import needs_desktops, png_size, request, run
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 TOKEN = "test-token-" + os.urandom(4).hex()
@@ -84,7 +85,7 @@ def test_release_after_the_executor_is_killed_leaves_no_process(server):
     desk = f"http://127.0.0.1:{data['server_port']}"
     run(desk, "sleep 300 >/dev/null 2>&1 &", shell=True)  # an app the desktop started
     sandbox = srv.pool.get(data["emulator_id"]).desktop.sandbox
-    host_pid = next(p for p in sandbox.processes() if b"executor.py" in open(f"/proc/{p}/cmdline", "rb").read())
+    host_pid = next(p for p in sandbox.processes() if b"executor.py" in Path(f"/proc/{p}/cmdline").read_bytes())
     os.kill(host_pid, signal.SIGKILL)
     assert request(desk + "/screenshot")[0] == 503
     assert call(url, "/stop_emulator", "POST", {"emulator_id": data["emulator_id"]})[0] == 200

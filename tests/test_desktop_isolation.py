@@ -5,12 +5,12 @@ read-only (also to desktop-root through sudo); the server's environment does not
 process of a desktop runs as one of its own host uids, never as the host's root."""
 
 import os
-import threading
+from pathlib import Path
 
 import pytest
+from helpers.desktops import needs_desktops, request, run
 
 from cua_cli.envserver.desktop.desktop import Desktop
-from helpers.desktops import needs_desktops, request, run
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 SECRET = "cua-secret-" + os.urandom(6).hex()
@@ -48,7 +48,7 @@ def test_processes_of_another_desktop_are_invisible_and_untouchable(pair):
     assert "sleep 4242" in sh(b, "ps -ef")["output"]
     assert "sleep 4242" not in sh(a, "ps -ef")["output"]
     assert sh(a, "pkill -f 'slee[p] 4242'")["returncode"] == 1  # nothing matched
-    victim = next(p for p in b.sandbox.processes() if b"sleep\x004242" in open(f"/proc/{p}/cmdline", "rb").read())
+    victim = next(p for p in b.sandbox.processes() if b"sleep\x004242" in Path(f"/proc/{p}/cmdline").read_bytes())
     assert sh(a, f"echo password | sudo -S kill -9 {victim}")["returncode"] != 0  # host pid: not in a's namespace
     assert "sleep 4242" in sh(b, "ps -ef")["output"]
     assert sh(a, "ps -e --no-headers | wc -l")["output"].strip() == sh(a, "ls /proc | grep -c '^[0-9]'")["output"].strip()

@@ -5,6 +5,8 @@ as an agent's would (pyautogui code and shell commands through /execute)."""
 import time
 
 import pytest
+from helpers.desktops import needs_desktops
+from test_osworld_desktop import DATA, TASKS
 
 from cua_cli._util.budget import Budget
 from cua_cli.envserver.desktop.desktop import Desktop
@@ -13,8 +15,6 @@ from cua_cli.osworld.evaluator import evaluate
 from cua_cli.osworld.local_files import Downloads, episode_folder
 from cua_cli.osworld.setup import SetupContext, run_steps
 from cua_cli.osworld.task_files import read_tasks
-from helpers.desktops import needs_desktops
-from test_osworld_desktop import DATA, TASKS
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 assert read_tasks  # the same task files as the stand-in's tests

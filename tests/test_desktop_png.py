@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-import cua_cli.envserver.desktop.guest as guest
+from cua_cli.envserver.desktop import guest
 
 spec = importlib.util.spec_from_file_location("png", Path(guest.__file__).parent / "png.py")
 png = importlib.util.module_from_spec(spec)

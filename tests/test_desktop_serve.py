@@ -7,9 +7,9 @@ import select
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-
 from helpers.desktops import needs_desktops, request
 
 pytestmark = [needs_desktops, pytest.mark.slow]
@@ -32,7 +32,7 @@ def children(pid):
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
+                if int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
                     found.append(int(p))
             except (OSError, IndexError, ValueError):
                 pass
@@ -41,7 +41,7 @@ def children(pid):
 
 def desktop_of(server_pid):
     """(launcher pidfd, the desktop's PID namespace) of the server's one desktop."""
-    launcher = next(p for p in children(server_pid) if b"launcher.py" in open(f"/proc/{p}/cmdline", "rb").read())
+    launcher = next(p for p in children(server_pid) if b"launcher.py" in Path(f"/proc/{p}/cmdline").read_bytes())
     init = children(launcher)[0]
     return os.pidfd_open(launcher), os.readlink(f"/proc/{init}/ns/pid")
 

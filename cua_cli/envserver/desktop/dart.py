@@ -44,7 +44,7 @@ class DartHandler(Handler):
                 lease = pool.allocate(token)
             except PoolFull as e:
                 raise _fail(429, str(e)) from None
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - a desktop that failed to start is DART's 500
                 raise _fail(500, f"desktop failed to start: {e}") from None
             raise _ok(self._describe(lease, token), "Emulator started successfully")
         if path == "/emulators" and method == "GET":

@@ -68,7 +68,7 @@ class Sandbox:
                   "python_dirs": _python_dirs(), "venv": sys.prefix, "hostname": "desktop"}
         ready_r, ready_w = os.pipe()
         config["ready_fd"] = ready_w
-        log = open(d / "launcher.log", "wb")
+        log = open(d / "launcher.log", "wb")  # noqa: SIM115 - closed once the launcher holds it
         try:
             # The launcher's env is empty: no secret of ours goes in.
             self.launcher = subprocess.Popen(

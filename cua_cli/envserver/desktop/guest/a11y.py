@@ -26,14 +26,14 @@ def element(node, depth: int) -> ET.Element:
     try:
         for state in node.getState().getStates():
             attrs[f"{{{NS['st']}}}{pyatspi.stateToString(state)}"] = "true"
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - an accessible may lack any interface or vanish
         pass
     try:
         for kv in node.getAttributes():
             key, _, value = kv.partition(":")
             if key.isidentifier():
                 attrs[f"{{{NS['attr']}}}{key}"] = value
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - an accessible may lack any interface or vanish
         pass
     try:
         comp = node.queryComponent()
@@ -41,7 +41,7 @@ def element(node, depth: int) -> ET.Element:
         attrs[f"{{{NS['cp']}}}size"] = str(tuple(comp.getSize()))
     except NotImplementedError:
         pass
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - an accessible may lack any interface or vanish
         pass
     el = ET.Element(tag(node), attrs)
     try:
@@ -49,7 +49,7 @@ def element(node, depth: int) -> ET.Element:
         el.text = text.getText(0, text.characterCount)
     except NotImplementedError:
         pass
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - an accessible may lack any interface or vanish
         pass
     if depth < MAX_DEPTH:
         for i, child in enumerate(node):

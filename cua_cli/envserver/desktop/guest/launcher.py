@@ -142,8 +142,8 @@ def _wait_connectable(path: str, timeout: float = 10.0) -> None:
 def start_session(cfg: dict, log) -> None:
     """X, the session bus, the window manager, AT-SPI, then the executor (which says ready)."""
     env = session_env(cfg)
-    as_user = dict(user=USER_UID, group=USER_UID, extra_groups=[], env=env, cwd="/home/user",
-                   stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    as_user = {"user": USER_UID, "group": USER_UID, "extra_groups": [], "env": env, "cwd": "/home/user",
+               "stdin": subprocess.DEVNULL, "stdout": log, "stderr": log}
     width, height = cfg["screen"]
 
     def started(argv, marker_flag):
@@ -191,7 +191,7 @@ def init_main(cfg: dict) -> None:
     linux.loopback_up()
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     os.umask(0o022)
-    log = open("/tmp/.session.log", "ab", buffering=0)
+    log = open("/tmp/.session.log", "ab", buffering=0)  # noqa: SIM115 - the session's, for good
     os.chmod("/tmp/.session.log", 0o600)
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
@@ -220,7 +220,7 @@ def main() -> None:
     if pid == 0:
         try:
             init_main(cfg)
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - say why, then exit: the server reads the log
             print(f"desktop init failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         os._exit(1)
     os.close(cfg["ready_fd"])

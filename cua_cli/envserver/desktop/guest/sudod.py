@@ -80,7 +80,7 @@ def _run(request: dict, fds: list[int], session_env: dict, reaper: Reaper) -> in
             os.execvpe(argv[0], argv, env)
         except FileNotFoundError:
             os.write(2, f"sudo: {argv[0]}: command not found\n".encode())
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - the forked child must reach _exit
             os.write(2, f"sudo: {e}\n".encode())
         os._exit(1)
     return reaper.wait(pid)

@@ -75,17 +75,17 @@ def run_child(code: str, out_fd: int, err_fd: int) -> None:
         main.__dict__["__builtins__"] = __builtins__
         sys.modules["__main__"] = main
         sys.argv = ["-c"]
-        exec(compile(code, "<string>", "exec"), main.__dict__)
+        exec(compile(code, "<string>", "exec"), main.__dict__)  # noqa: S102 - `python -c CODE`, by design
     except SystemExit as e:
         status = _exit_code(e)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - as python -c reports it
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)  # from <string>, as python -c shows it
         status = 1
     try:
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - as Python's own exit: 120 when flushing fails
         status = status or 120
     os._exit(status)
 
