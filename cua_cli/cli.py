@@ -171,6 +171,69 @@ def config_schema(fleet):
     click.echo(json.dumps(fleet_json_schema() if fleet else json_schema(), indent=2))
 
 
+@main.group("envs")
+def envs():
+    """The envs (desktops) a run holds: each is written to the run's leases.jsonl before it is used.
+
+    \b
+    Examples:
+      cua envs list results/osworld-20261125-0900
+      cua envs gc results/osworld-20261125-0900     (after a crash or kill -9)
+    """
+
+
+def _run_token(run_dir: str) -> str | None:
+    """The allocation token of a run: its config's env.token_env, read from the environment."""
+    import os
+
+    from .runfolder.writer import RunDir
+
+    meta = json.loads(RunDir.open(run_dir).run_json.read_text())
+    name = ((meta.get("config") or {}).get("env") or {}).get("token_env")
+    if isinstance(name, str) and name and not os.environ.get(name):
+        raise InputError(f"{run_dir}: the run's env.token_env {name} is not set in the environment")
+    return os.environ.get(name) if isinstance(name, str) and name else None
+
+
+@envs.command("list")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+def envs_list(run_dir):
+    """List the envs RUN_DIR still holds (taken, never given back).
+
+    \b
+    Example:
+      cua envs list results/osworld-20261125-0900
+    """
+    from .runfolder.leases import still_held
+    from .runfolder.writer import RunDir
+
+    RunDir.open(run_dir)
+    held = still_held(run_dir)
+    rows = [[h["server"], h["id"], h.get("api", "-"), h.get("task_id", "-")] for h in held]
+    click.echo(tabulate(rows, ["server", "id", "desktop API", "task"], tablefmt="simple") if rows
+               else "no env is held")
+
+
+@envs.command("gc")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+def envs_gc(run_dir):
+    """Give back every env RUN_DIR still holds (its allocation servers' token from the run's
+    env.token_env). Exit 1 if any could not be released.
+
+    \b
+    Example:
+      cua envs gc results/osworld-20261125-0900
+    """
+    from .rollout.leftovers import release_leftovers
+    from .runfolder.writer import RunDir
+
+    RunDir.open(run_dir)
+    out = release_leftovers(run_dir, _run_token(run_dir))
+    click.echo(f"released {len(out.released)}, still held {len(out.failed)}")
+    if out.failed:
+        sys.exit(1)
+
+
 @main.command("env-server")
 @click.option("--backend", type=click.Choice(["miniwob", "desktop"]), default="miniwob", show_default=True,
               help="miniwob: MiniWoB++ in headless Chromium; desktop: OSWorld-compatible Linux desktops.")

@@ -114,7 +114,7 @@ class Allocator:
         except HttpError as e:
             status = e.response.status if isinstance(e, BadStatus) else None
             raise EnvError(f"release desktop {desktop_id} on {server}: {describe(e)}"
-                           + (f" (HTTP {status})" if status else "")) from None
+                           + (f" (HTTP {status})" if status else "")) from e
 
 
 def _host(host: str) -> str:

@@ -23,6 +23,7 @@ from ..stats.readers import from_reader
 from ..tasks import load_tasks
 from .backends import make_backend
 from .envserver_process import LocalEnvServer
+from .leftovers import LOCAL_SERVER, release_leftovers
 from .progress import Progress
 from .sinks import SinkFollower
 
@@ -55,6 +56,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
+        release_leftovers(run.path, secrets.get("env"))  # what the interrupted invocation left held
     else:
         run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()))
     queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
@@ -79,6 +81,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
             local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
                                    run.path / "env-server.log", idle, agentgym_args(cfg))
         env_url = local.start()
+        local.record(run.path / LOCAL_SERVER)  # so `cua envs gc` can stop it should this rollout be killed
     start = time.monotonic()
     progress = Progress(run.path, queue)
     dart_run_id = cfg.storage.mysql.run_id or run.path.name  # the id DART-GUI's trainer is configured with

@@ -1,5 +1,6 @@
 """Starts the built-in env server for a rollout whose config says `env.url: local`."""
 
+import json
 import os
 import re
 import select
@@ -7,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from .._util.atomic import write_atomic
 from .._util.procgroup import kill_group
 from ..errors import CuaError
 
@@ -47,6 +49,10 @@ class LocalEnvServer:
         self.stop()
         raise CuaError(f"the local env server did not start (see {self.log_path}); "
                            f"command: {' '.join(self.args)}")
+
+    def record(self, path) -> None:
+        """Where it listens and its process, for `cua envs gc` after this rollout is killed."""
+        write_atomic(path, json.dumps({"url": self.url, "pid": self.proc.pid}).encode())
 
     def stop(self, grace: float = 10.0) -> None:
         if self.proc is None:

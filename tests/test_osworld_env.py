@@ -1,0 +1,104 @@
+"""env.kind osworld against a stand-in of DART-GUI's desktop allocation server ("GUI-Docker-Env":
+it starts OSWorld VMs under Docker and QEMU, which cannot run here), following its published
+protocol: GET /tokens, POST /start_emulator, DELETE /emulators/{id}. The desktops it hands out
+are loopback servers that never finish an answer. Real desktops: tests/test_contracts.py and
+tests/test_osworld_rollout.py."""
+
+import json
+import time
+
+import pytest
+from helpers.servers import DripServer, LoopbackHTTPServer
+
+from cua_cli._util.budget import Budget
+from cua_cli.envs.osworld import OSWorldEnv
+from cua_cli.errors import EnvError, EpisodeTimeout
+from cua_cli.osworld.allocation import Allocator
+from cua_cli.osworld.desktop_api import ApiSettings
+from cua_cli.tasks import Task
+
+TOKEN = "alloc-token"
+
+
+class Allocations(LoopbackHTTPServer):
+    """DART's allocation protocol over a quota; every desktop is `desktop_port`."""
+
+    def __init__(self, desktop_port: int, limit: int = 2):
+        super().__init__()
+        self.desktop_port, self.limit = desktop_port, limit
+        self.held: set[str] = set()
+        self.released: list[str] = []
+        self.n = 0
+        base = self.server.RequestHandlerClass
+
+        class WithDelete(base):
+            def do_DELETE(self):
+                self._serve("DELETE")
+
+        self.server.RequestHandlerClass = WithDelete
+
+    def serve(self, handler, method, body):
+        if handler.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return self.reply(handler, 401, "application/json", b'{"message": "bad token", "code": 401}')
+        if method == "GET" and handler.path == "/tokens":
+            entry = {"current": len(self.held), "limit": self.limit, "emulator_count": len(self.held)}
+            return self.reply(handler, 200, "application/json", json.dumps({TOKEN: entry}).encode())
+        if method == "POST" and handler.path == "/start_emulator":
+            if len(self.held) >= self.limit:
+                return self.reply(handler, 429, "application/json", b'{"message": "quota", "code": 429}')
+            self.n += 1
+            desktop = f"desktop-{self.n}"
+            self.held.add(desktop)
+            data = {"emulator_id": desktop, "server_port": self.desktop_port, "token": TOKEN}
+            return self.reply(handler, 200, "application/json",
+                              json.dumps({"message": "ok", "code": 0, "data": data}).encode())
+        if method == "DELETE" and handler.path.startswith("/emulators/"):
+            desktop = handler.path.rsplit("/", 1)[1]
+            self.held.discard(desktop)
+            self.released.append(desktop)
+            return self.reply(handler, 200, "application/json", b'{"message": "stopped", "code": 0}')
+        self.reply(handler, 404, "application/json", b'{"message": "no such route", "code": 404}')
+
+
+class Leases:
+    def __init__(self):
+        self.records = []
+
+    def lease(self, record):
+        self.records.append(record)
+
+
+def _env(url: str, wait_s: float = 0.0) -> OSWorldEnv:
+    return OSWorldEnv(Allocator([url], TOKEN, wait_s=wait_s), ApiSettings("", 30.0, retries=1), 0.0, 0.0, None, None)
+
+
+def _task() -> Task:
+    steps = [{"type": "execute", "parameters": {"command": "mkdir -p ~/Desktop", "shell": True}}]
+    return Task("os-hang", "os", "anything", {"config": steps}, {"func": "infeasible"})
+
+
+def test_a_desktop_that_never_answers_ends_at_the_deadline_and_is_given_back():
+    with DripServer("body") as desktop, Allocations(desktop.sock.getsockname()[1]) as alloc:
+        leases = Leases()
+        start = time.monotonic()
+        with pytest.raises((EnvError, EpisodeTimeout)):
+            _env(alloc.url).allocate(_task(), Budget(1.0, time.monotonic() + 4.0), leases)
+        assert time.monotonic() - start < 8.0  # the deadline, not the drip's 15 s give-up
+        assert alloc.released == ["desktop-1"] and not alloc.held
+        assert [r["state"] for r in leases.records] == ["held", "released"]
+        assert leases.records[0]["id"] == "desktop-1" and leases.records[0]["lease"] == leases.records[1]["lease"]
+
+
+def test_full_servers_are_waited_for_then_named():
+    with DripServer("body") as desktop, Allocations(desktop.sock.getsockname()[1], limit=0) as alloc:
+        with pytest.raises(EnvError, match="full"):
+            _env(alloc.url, wait_s=0.5).allocate(_task(), Budget(5.0, time.monotonic() + 10.0), Leases())
+        assert alloc.requests["/start_emulator"] == 0  # /tokens said full: never asked
+
+
+def test_a_wrong_token_is_an_env_error_naming_the_server():
+    with DripServer("body") as desktop, Allocations(desktop.sock.getsockname()[1]) as alloc:
+        env = OSWorldEnv(Allocator([alloc.url], "wrong"), ApiSettings("", 5.0, retries=0), 0.0, 0.0, None, None)
+        with pytest.raises(EnvError, match=alloc.url):
+            env.allocate(_task(), Budget(5.0), Leases())
+        assert not alloc.held
