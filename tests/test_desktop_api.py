@@ -132,3 +132,9 @@ def test_gnome_terminal_is_read_through_at_spi(url):
 
 def test_pid_1_shows_no_host_path(url):
     assert "/tmp" not in run(url, ["cat", "/proc/1/cmdline"])["output"]
+
+
+def test_pyautogui_still_runs_after_the_code_killed_its_forker(url):
+    run(url, "pkill -f zygote[.]py", shell=True)
+    out = run(url, ["python", "-c", PREFIX + "print(pyautogui.size())"])
+    assert out["output"] == "Size(width=1920, height=1080)\n"

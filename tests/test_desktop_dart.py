@@ -104,3 +104,18 @@ def test_a_warm_desktop_answers_at_once_and_is_replaced(server):
     stopped = call(url, "/stop_all_emulators", "POST", {})[1]["data"]["stopped"]
     assert stopped == [answer["data"]["emulator_id"]]
     assert call(url, "/emulators")[1]["data"] == []
+
+
+def test_concurrent_allocations_respect_the_quota(server):
+    _, url = server(max_desktops=1)
+    barrier, statuses = threading.Barrier(3), []
+
+    def claim():
+        barrier.wait()
+        statuses.append(call(url, "/start_emulator", "POST", {})[0])
+    threads = [threading.Thread(target=claim) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [200, 429, 429]

@@ -47,22 +47,30 @@ class Zygote:
         self.sock = ours
 
     def spawn(self, code: str) -> tuple[int, int, int, int]:
-        """Fork a child running code; returns its pid and the read ends (stdout, stderr, status)."""
+        """Fork a child running code; returns its pid and the read ends (stdout, stderr, status).
+        A zygote that died (user code may kill it) is replaced, and the command sent again: no "P"
+        line means it never forked, so the code did not run."""
+        for attempt in (0, 1):
+            started = self._try_spawn(code)
+            if started:
+                return started
+            with self.lock:
+                self.sock.close()
+                self.start()
+        raise RuntimeError("the pyautogui forker does not start commands")
+
+    def _try_spawn(self, code: str) -> tuple[int, int, int, int] | None:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         st_r, st_w = os.pipe()
         try:
             with self.lock:
-                for attempt in (0, 1):
-                    try:
-                        self.sock.sendmsg([code.encode("utf-8", "surrogateescape")],
-                                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out_w, err_w, st_w]))])
-                        break
-                    except OSError:
-                        if attempt:
-                            raise
-                        self.sock.close()
-                        self.start()
+                self.sock.sendmsg([code.encode("utf-8", "surrogateescape")],
+                                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out_w, err_w, st_w]))])
+        except OSError:
+            for fd in (out_r, err_r, st_r):
+                os.close(fd)
+            return None
         finally:
             for fd in (out_w, err_w, st_w):
                 os.close(fd)
@@ -70,7 +78,9 @@ class Zygote:
         while not first.endswith(b"\n"):
             chunk = os.read(st_r, 1)
             if not chunk:
-                raise RuntimeError("zygote closed the status pipe")
+                for fd in (out_r, err_r, st_r):
+                    os.close(fd)
+                return None
             first += chunk
         return int(first[1:]), out_r, err_r, st_r
 
