@@ -103,6 +103,7 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
     rows = [["run", str(out.run.path)],
             ["scheduled", s["scheduled"]], ["finished", s["finished"]], ["missing", s["missing"]],
             ["errors", s["errors"]],
+            *([["unsupported (not played)", s["unsupported"]]] if s.get("unsupported") else []),
             ["success rate (of scheduled)",
              percent(s["success_rate"], "%") + (f"  95% CI [{percent(ci[0], '%')}, {percent(ci[1], '%')}]" if ci else "")],
             ["success rate (of finished, no errors)", percent(s["success_rate_finished"], "%")],

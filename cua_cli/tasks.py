@@ -14,6 +14,7 @@ from typing import Optional
 from ._util.ranges import parse_ranges
 from .config import MAX_NAME, Config, data_problem, read_text, show, text_problem
 from .errors import BadTask, ConfigError
+from .osworld.task_files import read_tasks
 
 MAX_TASK_FILE_BYTES = 32 << 20   # a task list or JSONL file: 100k MiniWoB-sized tasks take ~15 MB
 MAX_EXAMPLE_BYTES = 1 << 20      # one OSWorld example file
@@ -99,28 +100,14 @@ def _agentgym(cfg: Config) -> list[Task]:
 
 
 def _osworld(cfg: Config) -> list[Task]:
+    """OSWorld's task files (osworld/task_files.py): a task list with its examples folder, a
+    folder of task files, or one file."""
     ow = cfg.tasks.osworld
-    list_path = cfg.resolve_path(ow.task_list)
-    base = cfg.resolve_path(ow.examples_dir)
-    listing = _read_json(list_path, f"tasks.osworld.task_list of {cfg.source}", MAX_TASK_FILE_BYTES)
-    if not isinstance(listing, dict):
-        raise ConfigError(f"{list_path}: expected {{domain: [task_id, ...]}}")
-    pairs = []
-    for domain, ids in listing.items():
-        if ow.domains is not None and domain not in ow.domains:
-            continue
-        if not isinstance(ids, list):
-            raise ConfigError(f"{list_path}: domain {show(domain)}: expected a list of task ids")
-        for task_id in ids:
-            # These two become a path to read: only plain file names are allowed.
-            for what, name in (("domain", domain), ("task id", task_id)):
-                if not isinstance(name, str) or not _PLAIN_NAME.fullmatch(name):
-                    raise ConfigError(f"{list_path}: {what} {show(name)} is not a plain file name")
-            pairs.append((domain, task_id))
-    # Checked before any example is read: each one is a file to open.
-    if len(pairs) > MAX_TASKS:
+    found = read_tasks(cfg.resolve_path(ow.task_list), cfg.resolve_path(ow.examples_dir) if ow.examples_dir else None,
+                       ow.domains, ow.ids)
+    if len(found) > MAX_TASKS:
         raise _too_many(cfg, "tasks.osworld.task_list")
-    return [_osworld_task(base / domain / f"{task_id}.json", task_id, domain) for domain, task_id in pairs]
+    return [task_from_dict(t) for t in found]
 
 
 def _int(text: str) -> int:
@@ -142,21 +129,6 @@ def _read_json(path: Path, what: str, max_bytes: int):
         return _loads(read_text(path, max_bytes, what))
     except ValueError as e:
         raise ConfigError(f"{path}: {what} is not valid JSON: {e}") from None
-
-
-def _osworld_task(path: Path, task_id: str, domain: str) -> Task:
-    obj = _read_json(path, f"task {task_id!r}", MAX_EXAMPLE_BYTES)
-    if not isinstance(obj, dict):
-        raise ConfigError(f"{path}: task {task_id!r} must be a JSON object")
-    for key in ("instruction", "evaluator"):
-        if key not in obj:
-            raise ConfigError(f"{path}: task {task_id!r} has no {key!r}")
-    # The env receives the whole example: OSWorld's setup steps live beside `config`.
-    try:
-        return task_from_dict({"task_id": task_id, "domain": domain, "instruction": obj["instruction"],
-                               "config": obj, "evaluator": obj["evaluator"]})
-    except BadTask as e:
-        raise ConfigError(f"{path}: {e}") from None
 
 
 def _jsonl(cfg: Config) -> list[Task]:

@@ -78,19 +78,22 @@ def _osworld(write, listing, examples):
 
 
 def test_osworld_tasks_load(write):
-    ex = {"instruction": "Open the file", "config": [{"type": "launch"}], "evaluator": {"func": "exact_match"}}
+    evaluator = {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat f"},
+                 "expected": {"type": "rule", "rules": {"expected": "x"}}}
+    ex = {"instruction": "Open the file", "config": [{"type": "launch", "parameters": {"command": ["gedit"]}}],
+          "evaluator": evaluator}
     path = _osworld(write, {"chrome": ["t1", "t2"]}, {("chrome", "t1"): ex, ("chrome", "t2"): ex})
     tasks = load_tasks(load_config(str(path)))
     assert [(t.task_id, t.domain, t.instruction) for t in tasks] == [
         ("t1", "chrome", "Open the file"), ("t2", "chrome", "Open the file")]
-    assert tasks[0].evaluator == {"func": "exact_match"}
+    assert tasks[0].evaluator == evaluator
 
 
-def test_osworld_duplicate_and_traversal_ids(write):
-    ex = {"instruction": "x", "evaluator": {}}
+def test_osworld_shared_and_traversal_ids(write):
+    """An id two domains share (OSWorld's own test_all.json has one) becomes <domain>/<id>; a path is refused."""
+    ex = {"instruction": "x", "evaluator": {"func": "infeasible"}}
     path = _osworld(write, {"chrome": ["t1"], "gimp": ["t1"]}, {("chrome", "t1"): ex, ("gimp", "t1"): ex})
-    r = run_cua("rollout", str(path))
-    assert r.returncode == 2 and "duplicate task id 't1'" in r.stderr
+    assert [t.task_id for t in load_tasks(load_config(str(path)))] == ["chrome/t1", "gimp/t1"]
     path = _osworld(write, {"chrome": ["../secret"]}, {})
     r = run_cua("rollout", str(path))
     assert r.returncode == 2 and "'../secret' is not a plain file name" in r.stderr

@@ -102,3 +102,28 @@ def test_a_wrong_token_is_an_env_error_naming_the_server():
         with pytest.raises(EnvError, match=alloc.url):
             env.allocate(_task(), Budget(5.0), Leases())
         assert not alloc.held
+
+
+def test_tasks_cua_cannot_play_are_listed_and_counted_apart_never_scored(tmp_path):
+    from cua_cli.config import load_config
+    from cua_cli.rollout.driver import split_unsupported
+    from cua_cli.runfolder.reader import RunReader
+    from cua_cli.runfolder.writer import RunDir
+    from cua_cli.stats.figures import run_figures
+    from cua_cli.stats.readers import from_reader
+
+    cfg_path = tmp_path / "c.yaml"
+    cfg_path.write_text("env: {kind: osworld, url: 'http://127.0.0.1:9'}\nagent: {kind: osworld}\n")
+    cfg = load_config(str(cfg_path))
+    tabs = [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.com"]}}]
+    playable = _task()
+    tasks = [playable, Task("chrome-tabs", "chrome", "x", {"config": tabs}, {"func": "infeasible"})]
+    kept, refused = split_unsupported(cfg, tasks)
+    assert kept == [playable]
+    assert refused == [{"task_id": "chrome-tabs", "domain": "chrome", "missing": ["step 'chrome_open_tabs'"]}]
+
+    run = RunDir.create(tmp_path / "results", "u", {})
+    run.refuse(refused)
+    run.queue(3, 60).enqueue([t.to_dict() for t in kept], 1)
+    figures = run_figures(from_reader(RunReader(run.path).refresh()))
+    assert (figures["scheduled"], figures["unsupported"]) == (1, 1)  # in no rate: never a failure

@@ -87,11 +87,11 @@ def _osworld(write, listing_text, examples):
 
 
 @pytest.mark.parametrize("listing, example, expected", [
-    ('{"chrome": ["t1"]}', '{"instruction": "x", "evaluator": []}', "'evaluator' must be an object"),
-    ('{"chrome": ["t1"]}', '{"instruction": 5, "evaluator": {}}', "'instruction' must be a string"),
-    ('{"chrome": ["t1"]}', '{"instruction": "x", "evaluator": {"v": NaN}}', "nan"),
-    ('{"chrome": ["t1"]}', '[' * 100000, "is not valid JSON: nested too deeply"),
-    ('[' * 100000, None, "is not valid JSON: nested too deeply"),
+    ('{"chrome": ["t1"]}', '{"instruction": "x", "evaluator": []}', "evaluator: must be an object"),
+    ('{"chrome": ["t1"]}', '{"instruction": 5, "evaluator": {}}', "instruction: must be a non-empty string"),
+    ('{"chrome": ["t1"]}', '{"instruction": "x", "evaluator": {"v": NaN}}', "NaN is not JSON"),
+    ('{"chrome": ["t1"]}', '[' * 100000, "not valid JSON: nested too deeply"),
+    ('[' * 100000, None, "not valid JSON: nested too deeply"),
     ('{"chrome": ["' + "x" * 300 + '"]}', None, "is not a plain file name"),
 ])
 def test_bad_osworld_files(write, listing, example, expected):
@@ -103,7 +103,7 @@ def test_osworld_example_not_utf8(write, tmp_path):
     cfg = _osworld(write, '{"chrome": ["t1"]}', {})
     (tmp_path / "ow/examples/chrome").mkdir(parents=True)
     (tmp_path / "ow/examples/chrome/t1.json").write_bytes(b'{"instruction": "\xff", "evaluator": {}}')
-    _refused(cfg, "t1.json", "line 1", "not UTF-8")
+    _refused(cfg, "t1.json", "not UTF-8")
 
 
 json_values = st.recursive(

@@ -47,10 +47,17 @@ class MiniwobTasks(Section):
 class OsworldTasks(Section):
     """tasks.kind osworld: OSWorld-style task list and example files."""
     task_list: Text = Field("", description='The task list, {"domain": [task_id, ...]}, e.g. '
-                                            "evaluation_examples/test_all.json.")
-    examples_dir: Text = Field("", description="The examples folder: <examples_dir>/<domain>/<task_id>.json.")
+                                            "evaluation_examples/test_all.json; or a folder of task files "
+                                            "(<domain>/<task_id>.json, or task files whose domain is the folder's "
+                                            "name); or one task file.")
+    examples_dir: Text = Field("", description="With a task list: the examples folder, "
+                                               "<examples_dir>/<domain>/<task_id>.json (empty: `examples` beside "
+                                               "the list).")
     domains: Optional[list[Text]] = Field(None, description="Play only these domains, e.g. [chrome, gimp] "
                                                             "(null: all).")
+    ids: Optional[list[Text]] = Field(None, description="Play only these task ids (OSWorld's id, or "
+                                                        "<domain>/<id> for an id several domains share; "
+                                                        "null: all).")
 
 
 class AgentgymTasks(Section):

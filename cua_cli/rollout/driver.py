@@ -10,13 +10,16 @@ import secrets as secrets_module
 import time
 from dataclasses import dataclass
 
+from .._util.diag import warn
 from .._util.redact import Redactor
 from .._util.signals import StopFlags
 from ..config import Config, for_rollout
 from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
+from ..errors import ConfigError
 from ..models import make_model
+from ..osworld.support import unsupported
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
@@ -49,6 +52,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     """Play the config's pairs; `flags` count the stop signals since the command began (see cli.rollout)."""
     for_rollout(cfg, watch)  # refuses what cannot be played; model.fleet's servers become the endpoints
     tasks = load_tasks(cfg)
+    tasks, refused = split_unsupported(cfg, tasks)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     sinks = dart_sinks(cfg, secrets)
     if cfg.env.kind == "osworld" and cfg.env.url == "local" and "env" not in secrets:
@@ -59,6 +63,8 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         release_leftovers(run.path, secrets.get("env"))  # what the interrupted invocation left held
     else:
         run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()))
+    if refused:
+        run.refuse(refused)
     queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
     rounds = None
     if cfg.tasks.adaptive.rounds:
@@ -127,6 +133,27 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     return Outcome(run, summary, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
+
+
+def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
+    """OSWorld tasks that use a setup step, getter or metric cua lacks are not played (and never
+    scored 0): they are listed in the run folder and counted apart."""
+    if cfg.env.kind != "osworld":
+        return tasks, []
+    playable, refused = [], []
+    for t in tasks:
+        missing = unsupported(t.to_dict())
+        if missing:
+            refused.append({"task_id": t.task_id, "domain": t.domain, "missing": missing})
+        else:
+            playable.append(t)
+    if refused:
+        warn(f"{len(refused)} of {len(tasks)} tasks use what cua cannot run yet; not played, listed in "
+             "unsupported.jsonl")
+    if not playable:
+        raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
+                          f"{', '.join(refused[0]['missing'])})")
+    return playable, refused
 
 
 def local_desktops(cfg: Config, log_path, secrets: dict) -> LocalEnvServer:

@@ -12,6 +12,8 @@ import sys
 # Bumped when a reader of an older cua could misread the folder. 2: steps of text envs
 # carry their `observation` text and no screenshot.
 FORMAT_VERSION = 2
+# Tasks of a run that cua cannot play (a setup step, getter or metric it lacks): never scheduled.
+UNSUPPORTED = "unsupported.jsonl"
 
 OUTCOMES = ("success", "failure", "error")
 _TEXT_FIELDS = ("domain", "stop_reason", "error", "traj", "instruction")

@@ -9,12 +9,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from .._util.atomic import write_atomic
 from ..errors import InputError
 from .jsonl import append_line
 from .leases import record
 from .names import encode_task_id
 from .queue import DirQueue
-from .records import FORMAT_VERSION
+from .records import FORMAT_VERSION, UNSUPPORTED
 
 
 class RunDir:
@@ -23,6 +24,7 @@ class RunDir:
         self.run_json = self.path / "run.json"
         self.scheduled = self.path / "scheduled.jsonl"
         self.episodes = self.path / "episodes.jsonl"
+        self.unsupported = self.path / UNSUPPORTED
 
     @classmethod
     def create(cls, results_dir, name: str, config: dict) -> "RunDir":
@@ -50,6 +52,10 @@ class RunDir:
         if not run.run_json.is_file():
             raise InputError(f"{path}: not a cua run folder (no run.json)")
         return run
+
+    def refuse(self, refused: list[dict]) -> None:
+        """The tasks cua cannot play ({"task_id", "domain", "missing"}): listed, never scheduled."""
+        write_atomic(self.unsupported, "".join(json.dumps(r) + "\n" for r in refused).encode())
 
     def queue(self, max_attempts: int, lease_ttl: float) -> DirQueue:
         return DirQueue(self.path / "queue", self.scheduled, self.episodes, max_attempts, lease_ttl)

@@ -87,7 +87,7 @@ def pass_at_k(by_task: dict[str, list]) -> dict:
 def run_figures(data: RunData, by: str | None = None) -> dict:
     pairs = data.pairs
     finals = list(pairs.values())
-    out = {"run": data.name, "layout": data.layout, **counts(finals)}
+    out = {"run": data.name, "layout": data.layout, **counts(finals), "unsupported": len(data.unsupported)}
 
     by_domain = defaultdict(list)
     by_task = defaultdict(list)

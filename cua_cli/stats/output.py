@@ -26,6 +26,8 @@ def _run_row(r: dict, layout: bool) -> dict:
     for k, v in r["pass_at_k"].items():
         if len(r["pass_at_k"]) > 1:
             row[f"pass@{k} %"] = percent(v)
+    if r.get("unsupported"):  # tasks cua cannot play: never scheduled, so in no rate
+        row["unsupported"] = r["unsupported"]
     row["mean steps"] = "-" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}"
     row["tasks never / always solved"] = f"{r['never_solved']} / {r['always_solved']}"
     return row

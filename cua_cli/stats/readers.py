@@ -20,7 +20,9 @@ from .._util.diag import warn
 from ..dart.layout import FAILED, read_traces
 from ..errors import LayoutError
 from ..runfolder.confined import Refused, open_in, run_root
+from ..runfolder.jsonl import read_lines
 from ..runfolder.reader import RunReader, read_number, subfolders
+from ..runfolder.records import UNSUPPORTED
 
 
 @dataclass
@@ -39,6 +41,7 @@ class RunData:
     pairs: dict = field(default_factory=dict)     # (task_id, sample) -> Final | None
     domains: dict = field(default_factory=dict)   # task_id -> domain
     infeasible: set = field(default_factory=set)  # task ids whose evaluator func is "infeasible"
+    unsupported: dict = field(default_factory=dict)  # task id -> what cua lacks to play it (never scheduled)
 
 
 def read_run(path, tasks_file=None) -> RunData:
@@ -86,6 +89,9 @@ def _read_cua(p: Path) -> RunData:
 def from_reader(reader: RunReader) -> RunData:
     """A cua run already read (the rollout's progress reader, a report's) in the common shape."""
     data = RunData(reader.path.name, "cua")
+    for rec in read_lines(reader.path / UNSUPPORTED) if (reader.path / UNSUPPORTED).exists() else []:
+        if isinstance(rec.get("task_id"), str):
+            data.unsupported[rec["task_id"]] = rec.get("missing")
     for pair, domain in reader.scheduled.items():
         data.domains.setdefault(pair[0], domain)
         rec = reader.final.get(pair)
