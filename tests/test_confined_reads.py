@@ -148,6 +148,7 @@ TRAJS = {  # how the episode line's traj leads out, and the warning that says so
 }
 
 
+@pytest.mark.slow  # a cua command in a child process for each of its many cases
 @pytest.mark.parametrize("name", TRAJ_READERS)
 @pytest.mark.parametrize("case", TRAJS)
 def test_a_traj_leading_out_of_the_run_is_refused_naming_its_line(tmp_path, case, name):
@@ -160,6 +161,7 @@ def test_a_traj_leading_out_of_the_run_is_refused_naming_its_line(tmp_path, case
         assert "no model call has recorded tokens" in r.stderr
 
 
+@pytest.mark.slow  # a cua command in a child process for each of its many cases
 @pytest.mark.parametrize("name", TRAJ_READERS)
 @pytest.mark.parametrize("kind", WHY)
 def test_a_traj_jsonl_that_is_no_regular_file_is_refused(tmp_path, kind, name):
@@ -170,6 +172,7 @@ def test_a_traj_jsonl_that_is_no_regular_file_is_refused(tmp_path, kind, name):
     assert_confined(r, files, f"{traj}:1: the file {WHY[kind]}; not read")
 
 
+@pytest.mark.slow  # a cua command in a child process for each of its many cases
 @pytest.mark.parametrize("name", ["export-jsonl", "export-parquet", "export-sft", "view"])
 @pytest.mark.parametrize("kind", WHY)
 def test_a_screenshot_that_is_no_regular_file_is_refused(tmp_path, kind, name):
@@ -198,6 +201,7 @@ RUN_FILES = {"episodes.jsonl": ["stats", "export-jsonl", "export-parquet", "expo
 NEVER_READ = {("episodes.jsonl", "replay"), ("run.json", "export-jsonl")}
 
 
+@pytest.mark.slow  # a cua command in a child process for each of its many cases
 @pytest.mark.parametrize("kind,file,name", [(k, f, n) for k in WHY for f, names in RUN_FILES.items() for n in names
                                             if k == "link" or (f, n) not in NEVER_READ])
 def test_a_run_file_that_is_no_regular_file_is_refused(tmp_path, kind, file, name):

@@ -237,6 +237,7 @@ def test_a_long_command_stopped_by_a_signal_says_so_and_exits_with_its_status(tm
     assert f"interrupted ({signal.Signals(sig).name})".encode() in err
 
 
+@pytest.mark.slow  # a real env server in a child process for each stop signal
 def test_env_server_ends_cleanly_on_every_stop_signal():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         p = start_cua("env-server", "--port", "0", "--token-env", UNSET_TOKEN_ENV)
