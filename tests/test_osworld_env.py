@@ -127,3 +127,16 @@ def test_tasks_cua_cannot_play_are_listed_and_counted_apart_never_scored(tmp_pat
     run.queue(3, 60).enqueue([t.to_dict() for t in kept], 1)
     figures = run_figures(from_reader(RunReader(run.path).refresh()))
     assert (figures["scheduled"], figures["unsupported"]) == (1, 1)  # in no rate: never a failure
+
+
+def test_a_listed_desktop_that_fails_its_check_twice_is_put_aside(capsys, monkeypatch):
+    from cua_cli.envserver.desktop_list import DesktopList
+
+    monkeypatch.setattr("cua_cli.envserver.desktop_list.CHECK_TIMEOUT_S", 1.0)
+    with DripServer("body", give_up_s=2.0) as hanging:  # one refuses connections, one never finishes an answer
+        desktops = DesktopList(["http://127.0.0.1:9", hanging.url], None, "t")
+        status, body = desktops.start()
+    assert status == 503 and "failed its checks" in body["message"]
+    assert desktops.strikes == [2, 2] and desktops.usable() == 0 and not desktops.held
+    err = capsys.readouterr().err
+    assert "http://127.0.0.1:9 failed its check 2 times" in err and f"{hanging.url} failed its check 2 times" in err

@@ -14,6 +14,8 @@ import pytest
 from helpers.cli import ROOT, kill_group, run_cua, start_cua
 from helpers.waiting import wait_for
 
+from cua_cli._util.httpclient import Client
+
 pytestmark = pytest.mark.slow
 
 DATA = ROOT / "tests/data/osworld"
@@ -100,3 +102,29 @@ def test_kill_9_mid_episode_then_gc_and_resume_plays_each_pair_once(tmp_path):
     assert len(attempts) == len(set(attempts))  # no attempt played twice
     assert "no env is held" in run_cua("envs", "list", str(run)).stdout
     wait_for(lambda: _xvfbs() <= before, timeout=60, what="every desktop is gone")
+
+
+def test_a_fixed_list_of_running_desktops_is_served_one_episode_at_a_time(tmp_path):
+    """env.osworld.desktops: desktops someone else started (here one of cua's own, allocated by hand),
+    each reset by the list's command before every episode."""
+    token = "list-test-token"
+    server = start_cua("env-server", "--backend", "desktop", "--port", "0", "--max-envs", "1",
+                       env={"CUA_ENV_TOKEN": token}, cwd=ROOT)
+    try:
+        url = server.stdout.readline().split()[-1]  # "cua env-server (desktops) listening on URL"
+        started = Client(token).post(f"{url}/start_emulator", 60, json={}).json()["data"]
+        desktop = f"http://127.0.0.1:{started['server_port']}"
+        cfg = _config(tmp_path, DATA / "oracle.json", "listed")
+        text = cfg.read_text().replace("env: {kind: osworld, url: local, local: {max_envs: 2},",
+                                       "env: {kind: osworld,")
+        text = text.replace("osworld: {pause_s: 0.3,",
+                            f'osworld: {{desktops: ["{desktop}"], reset: [bash, -c, "rm -f ~/Documents/notes.txt"],'
+                            " pause_s: 0.3,")
+        cfg.write_text(text)
+        result = run_cua("rollout", str(cfg), timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        finals = _finals(next((tmp_path / "results").glob("listed-*")))
+        assert {t: r["outcome"] for t, r in finals.items()} == {t: "success" for t in TASKS}
+    finally:
+        kill_group(server, signal.SIGTERM)
+        server.wait(60)

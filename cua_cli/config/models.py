@@ -118,6 +118,12 @@ class OsworldEnv(Section):
     servers: list[HttpUrl] = Field([], description="More allocation servers after env.url (DART-GUI's "
                                                    "GUI-Docker-Env, or `cua env-server --backend desktop` hosts), "
                                                    "tried in order; env.token_env holds their token.")
+    desktops: list[HttpUrl] = Field([], description="A fixed list of running desktops' in-VM APIs (VMs you "
+                                                    "started, a cloud pool), e.g. [http://10.0.0.5:5000], served "
+                                                    "one episode at a time each; leave env.url at local.")
+    reset: Optional[list[Text]] = Field(None, description="desktops: a command (argv) each desktop runs before "
+                                                          "every episode, e.g. [bash, /opt/reset.sh] (null: no "
+                                                          "reset: an episode finds what the last one left).")
     screen: Literal["1920x1080", "1280x720", "1366x768", "1600x900", "2560x1440"] = Field(
         "1920x1080", description="env.url local: the desktops' screen size.")
     warm: between(int, 0, 1024) = Field(0, description="env.url local: desktops kept started before they are "
@@ -288,6 +294,8 @@ class Config(Section):
     def _across_keys(self):
         """Checks across keys; each key's own range is checked by its type."""
         model = self.model
+        if self.env.osworld.desktops and self.env.url != "local":
+            raise ValueError("env.osworld.desktops: give either a list of desktops or env.url, not both")
         if model.provider == "openai" and not model.endpoints and not model.fleet:
             raise ValueError("model.endpoints: the openai provider needs endpoints or model.fleet")
         if model.reload_from == "mysql" and not (self.storage.mysql.url_env and model.fleet):

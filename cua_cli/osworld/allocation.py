@@ -80,8 +80,10 @@ class Allocator:
         if not isinstance(desktop_id, str) or isinstance(port, bool) or not isinstance(port, int):
             problems.append(f"{server}: start_emulator answered an emulator_id or server_port of the wrong type")
             return None
-        host = urlsplit(server).hostname or "127.0.0.1"
-        return Allocation(server, desktop_id, f"http://{_host(host)}:{port}")
+        api = data.get("api")  # cua's list allocator says where each desktop of its list is
+        if not (isinstance(api, str) and api.startswith(("http://", "https://"))):
+            api = f"http://{_host(urlsplit(server).hostname or '127.0.0.1')}:{port}"
+        return Allocation(server, desktop_id, api.rstrip("/"))
 
     def _has_room(self, server: str, budget: Budget, problems: list) -> bool:
         """As DART's client: a server whose /tokens has no entry for our token, or a full one, is skipped."""

@@ -7,6 +7,7 @@ Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 import math
 import os
 import secrets as secrets_module
+import threading
 import time
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from ..config import Config, for_rollout
 from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
+from ..envserver.desktop_list import DesktopList, ListServer
 from ..errors import ConfigError
 from ..models import make_model
 from ..osworld.support import unsupported
@@ -55,7 +57,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     tasks, refused = split_unsupported(cfg, tasks)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     sinks = dart_sinks(cfg, secrets)
-    if cfg.env.kind == "osworld" and cfg.env.url == "local" and "env" not in secrets:
+    if cfg.env.kind == "osworld" and cfg.env.url == "local" and ("env" not in secrets or cfg.env.osworld.desktops):
         secrets["env"] = secrets_module.token_urlsafe(24)  # for the local desktops: made here, masked as any
     redactor = Redactor(secrets.values())
     if resume:
@@ -77,7 +79,10 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
 
     local = None
     env_url = cfg.env.url
-    if env_url == "local":
+    if cfg.env.kind == "osworld" and cfg.env.osworld.desktops:
+        local = DesktopListServer(cfg, secrets["env"])
+        env_url = local.start()
+    elif env_url == "local":
         # No request of a live episode comes later than its deadline plus the evaluation and release
         # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
         idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
@@ -154,6 +159,21 @@ def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
         raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
                           f"{', '.join(refused[0]['missing'])})")
     return playable, refused
+
+
+class DesktopListServer:
+    """env.osworld.desktops served to the runners through DART's allocation protocol, in a thread."""
+
+    def __init__(self, cfg: Config, token: str):
+        self.server = ListServer(DesktopList(list(cfg.env.osworld.desktops), cfg.env.osworld.reset, token))
+
+    def start(self) -> str:
+        threading.Thread(target=self.server.serve_forever, args=(0.2,), daemon=True).start()
+        return self.server.url
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def local_desktops(cfg: Config, log_path, secrets: dict) -> LocalEnvServer:
