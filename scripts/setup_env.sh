@@ -42,7 +42,7 @@ WANT="$(sha256sum setup.cfg pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
     echo "[setup] installing cua into .venv"
     .venv/bin/pip install -q --upgrade pip
-    .venv/bin/pip install -q -e ".[miniwob,test,docs]"
+    .venv/bin/pip install -q -e ".[miniwob,desktop,test,docs]"
     echo "$WANT" > "$STAMP"
 fi
 
