@@ -201,12 +201,17 @@ def _fix_provider(doc):
         model["endpoints"] = ["http://127.0.0.1:8000/v1"]
     if model.get("provider") == "replay" and not model.get("replay_run"):
         model["replay_run"] = "runs/x"
+    if model.get("provider") == "script" and not model.get("script"):
+        model["script"] = "answers.json"
     if model.get("reload_from") == "mysql":  # reloads need the database and a fleet to reload
         model["fleet"] = model.get("fleet") or "fleet/fleet.json"
         mysql = doc.setdefault("storage", {}).setdefault("mysql", {})
         mysql["url_env"] = mysql.get("url_env") or "DART_DB_URL"
     if doc.get("runner", {}).get("backend") == "ray" and doc.get("env", {}).get("url", "local") == "local":
         doc.setdefault("env", {})["url"] = "http://127.0.0.1:8100"  # Ray's nodes cannot reach a local env server
+    env = doc.get("env", {})
+    if env.get("osworld", {}).get("desktops") and env.get("url", "local") != "local":
+        env["osworld"]["desktops"] = []  # a list of desktops, or an env server: not both
     return doc
 
 

@@ -179,7 +179,8 @@ class _Parser:
 
     def src(self, node: ast.AST) -> str:
         # The agent's own text, not ast.unparse: that can recurse deeply and spells 1e999 as 1e309.
-        return clip(ast.get_source_segment(self.code, node) or type(node).__name__, 80)
+        # On one line: a refusal is one line of an error message (a `match` spans several).
+        return clip(" ".join((ast.get_source_segment(self.code, node) or type(node).__name__).split()), 80)
 
     def statement(self, stmt: ast.stmt) -> list[Command]:
         if isinstance(stmt, ast.Import):
