@@ -346,7 +346,10 @@ def test_rollout_refuses_what_it_cannot_play_naming_the_key(write, texts, watch,
     ([AGENTGYM_LOCAL, "env: {url: 'http://127.0.0.1:9', agentgym: {env: textcraft}}"], False),
 ])
 def test_rollout_accepts_what_it_can_play(write, texts, watch):
-    for_rollout(load_config(str(write("r.yaml", _merged(GOOD, *texts)))), watch)
+    cfg = load_config(str(write("r.yaml", _merged(GOOD, *texts))))
+    before = cfg.to_dict()
+    for_rollout(cfg, watch)  # no refusal, and without a fleet nothing to rewrite
+    assert cfg.to_dict() == before
 
 
 @pytest.mark.parametrize("fleet, expected", [
