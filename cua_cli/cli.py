@@ -556,7 +556,7 @@ def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_v
 
     Each row has the prompt's and the response's token ids, the response's
     logprobs, the policy version, the group and its score statistics, and the
-    rewards; see the README for every field. Several runs are merged (a run
+    rewards; every field is in docs/reference/export-schema.md. Several runs are merged (a run
     given twice counts once), and a run still going exports what is finished.
 
     \b
