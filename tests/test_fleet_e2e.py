@@ -100,7 +100,9 @@ runner: {{num_envs: 2, max_steps: 4}}
     try:
         deadline = time.monotonic() + 300
         while not list((tmp_path / "results").glob("*/trajectories/*/*/traj.jsonl")):
-            assert time.monotonic() < deadline and p.poll() is None, "no step was taken"
+            if p.poll() is not None:
+                raise AssertionError(f"the rollout ended before a step (exit {p.returncode}): {p.stderr.read()[-3000:]}")
+            assert time.monotonic() < deadline, "no step was taken"
             time.sleep(0.2)
         time.sleep(3)
         reloaded = json.loads(mine.read_text())

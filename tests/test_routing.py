@@ -56,3 +56,14 @@ def test_a_runner_killed_holding_the_counts_lock_does_not_stop_the_others():
     finally:
         if p.is_alive():
             p.kill()
+
+
+def test_the_ray_backends_shared_router_survives_pickling():
+    """Each runner actor gets a pickled copy: unpickling looks attributes up before __init__ ran
+    (a __getattr__ that forwards everything recursed until the actor crashed)."""
+    import pickle
+
+    from cua_cli.rollout.backends.ray import Remote
+
+    copy = pickle.loads(pickle.dumps(Remote("a handle", Router.ONE_WAY)))
+    assert copy.handle == "a handle" and copy.one_way == frozenset(Router.ONE_WAY)

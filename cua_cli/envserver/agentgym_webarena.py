@@ -107,13 +107,13 @@ def parse_action(response: str) -> Action:
         raise BadAction(f"Your action is longer than {MAX_ACTION_CHARS} characters. {FORMAT_HINT}")
     verb = text.split("[")[0].strip() if "[" in text else text.split()[0]
     if verb not in VERBS:
-        raise BadAction(f'Invalid action "{clip(text, 200)}": unknown action "{clip(verb, 40)}". '
+        raise BadAction(f'Invalid action "{clip(text, 203)}": unknown action "{clip(verb, 43)}". '
                         f"Valid actions: {', '.join(VERBS)}. {FORMAT_HINT}")
 
     def match(pattern: str, usage: str) -> re.Match:
         found = re.search(pattern, text, re.ASCII)
         if not found:
-            raise BadAction(f'Invalid {verb} action "{clip(text, 200)}": write it as ```{usage}```.')
+            raise BadAction(f'Invalid {verb} action "{clip(text, 203)}": write it as ```{usage}```.')
         return found
 
     if verb in ("click", "hover"):
@@ -123,7 +123,7 @@ def parse_action(response: str) -> Action:
         found = re.search(r"type ?\[(\d+)\] ?\[(.+)\] ?\[(\d+)\]",
                           text if text.endswith(("[0]", "[1]")) else text + " [1]", re.ASCII)
         if not found:
-            raise BadAction(f'Invalid type action "{clip(text, 200)}": write it as ```type [id] [text] [0|1]```.')
+            raise BadAction(f'Invalid type action "{clip(text, 203)}": write it as ```type [id] [text] [0|1]```.')
         content = found.group(2)
         if len(content) > MAX_TEXT_CHARS:
             raise BadAction(f"type: the text is longer than {MAX_TEXT_CHARS} characters.")
@@ -152,7 +152,7 @@ def _keys(combo: str) -> tuple[str, ...]:
         part = part.strip()
         name = canonical_key(WEBARENA_KEYS.get(part.lower(), part))
         if name is None:
-            raise BadAction(f'press [{clip(combo, 200)}]: unknown key "{clip(part, 40)}". '
+            raise BadAction(f'press [{clip(combo, 203)}]: unknown key "{clip(part, 43)}". '
                             "Use key names such as Enter, Tab, ArrowDown, Control+a.")
         keys.append("ctrl" if name == "win" else name)  # as WebArena does off a Mac: Meta is Control
     return tuple(keys)
@@ -165,7 +165,7 @@ def parse_seeds(spec: str) -> list[range]:
     try:
         return parse_ranges(spec, MAX_SEED)
     except ValueError as e:
-        raise ValueError(f"bad seed list {clip(spec, 200)!r}: {e}") from None
+        raise ValueError(f"bad seed list {clip(spec, 203)!r}: {e}") from None
 
 
 def parse_tasks(spec: str) -> list[str]:
@@ -262,7 +262,7 @@ def _describe(action: Action, ep: Episode) -> str:
 
 
 def _no_match(action: Action) -> str:
-    return (f'Attempt to perform "{action.verb}" on element "[{clip(str(action.element), 40)}]" but no matching '
+    return (f'Attempt to perform "{action.verb}" on element "[{clip(str(action.element), 43)}]" but no matching '
             "element found. Please check the observation more carefully.")
 
 
@@ -287,7 +287,7 @@ def _perform(browser: MiniWobBrowser, ep: Episode, action: Action) -> None:
         browser.perform([Command("scroll", x=x, y=y, clicks=SCROLL_CLICKS if action.arg == "up" else -SCROLL_CLICKS)])
     elif verb == "goto":
         if action.arg.strip() != ep.url:
-            raise BadAction(f"goto [{clip(action.arg, 200)}] was refused: this task is the single page {ep.url}; "
+            raise BadAction(f"goto [{clip(action.arg, 203)}] was refused: this task is the single page {ep.url}; "
                             "no other page may be opened.")
     elif verb in ("go_back", "go_forward"):
         raise BadAction(f"{verb} did nothing: this task is a single page, there is no other page to go to.")
@@ -338,7 +338,7 @@ class WebArenaRoutes:
         """The (task, seed) of idx: task-major, idx = task_index * n_seeds + seed_index."""
         if type(idx) is not int or not 0 <= idx < self.size:
             raise ValueError(f"idx must be an integer in [0, {self.size}): "
-                             f"{len(self.tasks)} tasks x {self.n_seeds} seeds; got {clip(repr(idx), 50)}")
+                             f"{len(self.tasks)} tasks x {self.n_seeds} seeds; got {clip(repr(idx), 53)}")
         task_index, seed_index = divmod(idx, self.n_seeds)
         part = bisect_right(self._seed_ends, seed_index)
         seeds = self.seeds[part]
@@ -417,7 +417,7 @@ class WebArenaRoutes:
 
     def _use(self, env_idx: Any, action: Callable[[Session], Any]) -> Any:
         """Run action(session) under the env's lock; UnknownEnv if there is no such env."""
-        unknown = UnknownEnv(f"unknown env_idx {clip(repr(env_idx), 50)}: never created, closed, "
+        unknown = UnknownEnv(f"unknown env_idx {clip(repr(env_idx), 53)}: never created, closed, "
                              "or released after --idle-timeout; POST /create for a new one")
         if type(env_idx) is not int:
             raise unknown

@@ -119,6 +119,9 @@ class Remote:
         self.handle, self.one_way = handle, frozenset(one_way)
 
     def __getattr__(self, name: str):
+        # Unpickling (each actor gets a copy) looks attributes up before __init__ has set any.
+        if name.startswith("__") or name in ("handle", "one_way"):
+            raise AttributeError(name)
         method = getattr(self.handle, name)
         if name in self.one_way:
             return lambda *args: method.remote(*args) and None

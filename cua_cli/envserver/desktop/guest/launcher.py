@@ -57,7 +57,14 @@ def build_root(cfg: dict) -> None:
     for d in ("/usr", "/etc", "/opt", "/var/lib", "/var/cache"):
         if os.path.isdir(d):
             bind(d, d)
-    os.makedirs(path("/root"))  # desktop-root's; searchable, since the host's Python may live under it
+    # RAM-backed: bounded, or one desktop's files could take the machine's memory (tmpfs's default is half).
+    # Mounted before the Python dirs are bound: a checkout under /tmp keeps its venv visible on top.
+    for d, mode, size in (("/tmp", "1777", "2g"), ("/run", "755", "64m")):
+        os.makedirs(path(d))
+        linux.mount("tmpfs", path(d), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
+                    f"mode={mode},uid={base},gid={base},size={size}")
+    # exist_ok from here: the Python dirs bound below may live under /root, /home or /tmp.
+    os.makedirs(path("/root"), exist_ok=True)  # desktop-root's; searchable, since the host's Python may live under it
     os.chmod(path("/root"), 0o711)
     os.chown(path("/root"), base, base)
     for d in cfg["python_dirs"]:  # the interpreter and the venv that hold pyautogui, at their own paths
@@ -79,11 +86,6 @@ def build_root(cfg: dict) -> None:
     os.symlink("/proc/self/fd", path("/dev/fd"))
 
     os.makedirs(path("/proc"))
-    # RAM-backed: bounded, or one desktop's files could take the machine's memory (tmpfs's default is half).
-    for d, mode, size in (("/tmp", "1777", "2g"), ("/run", "755", "64m")):
-        os.makedirs(path(d))
-        linux.mount("tmpfs", path(d), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
-                    f"mode={mode},uid={base},gid={base},size={size}")
     os.makedirs(path("/tmp/.X11-unix"), mode=0o1777)
     os.chmod(path("/tmp/.X11-unix"), 0o1777)
     os.makedirs(path("/run/user/1000"), mode=0o700)
@@ -91,11 +93,11 @@ def build_root(cfg: dict) -> None:
     os.makedirs(path("/run/lock"))
     os.chmod(path("/run/lock"), 0o1777)
     bind(cfg["sock"], "/run/cua", ro=False)
-    os.makedirs(path("/var/tmp"))
+    os.makedirs(path("/var/tmp"), exist_ok=True)
     os.chmod(path("/var/tmp"), 0o1777)
     os.symlink("../run", path("/var/run"))
     os.symlink("../run/lock", path("/var/lock"))
-    os.makedirs(path("/home"))
+    os.makedirs(path("/home"), exist_ok=True)
     bind(cfg["home"], "/home/user", ro=False)
 
     # Who the desktop's users are, and sudo that asks init instead of a setuid binary (the host's
