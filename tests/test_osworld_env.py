@@ -106,7 +106,7 @@ def test_a_wrong_token_is_an_env_error_naming_the_server():
 
 def test_tasks_cua_cannot_play_are_listed_and_counted_apart_never_scored(tmp_path):
     from cua_cli.config import load_config
-    from cua_cli.rollout.driver import split_unsupported
+    from cua_cli.rollout.desktops import split_unsupported
     from cua_cli.runfolder.reader import RunReader
     from cua_cli.runfolder.writer import RunDir
     from cua_cli.stats.figures import run_figures

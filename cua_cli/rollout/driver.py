@@ -5,28 +5,23 @@ Also `--resume` (same run folder, finished pairs are kept) and `--watch`
 """
 
 import math
-import os
 import secrets as secrets_module
-import threading
 import time
 from dataclasses import dataclass
 
-from .._util.diag import warn
 from .._util.redact import Redactor
 from .._util.signals import StopFlags
 from ..config import Config, for_rollout
 from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
-from ..envserver.desktop_list import DesktopList, ListServer
-from ..errors import ConfigError
 from ..models import make_model
-from ..osworld.support import unsupported
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
 from ..tasks import load_tasks
 from .backends import make_backend
+from .desktops import DesktopListServer, local_desktops, split_unsupported
 from .envserver_process import LocalEnvServer
 from .leftovers import LOCAL_SERVER, release_leftovers
 from .progress import Progress
@@ -36,8 +31,6 @@ from .sinks import SinkFollower
 # runners are stopped at once, as on a second signal. A batch scheduler's grace before SIGKILL is
 # often 30 s (Slurm's KillWait), so the run folder is whole by then.
 STOP_GRACE_S = 20.0
-# The local desktop server reads its allocation token from here (its own environment only).
-LOCAL_TOKEN_ENV = "CUA_LOCAL_DESKTOP_TOKEN"
 
 
 @dataclass
@@ -138,52 +131,6 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     return Outcome(run, summary, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
-
-
-def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
-    """OSWorld tasks that use a setup step, getter or metric cua lacks are not played (and never
-    scored 0): they are listed in the run folder and counted apart."""
-    if cfg.env.kind != "osworld":
-        return tasks, []
-    playable, refused = [], []
-    for t in tasks:
-        missing = unsupported(t.to_dict())
-        if missing:
-            refused.append({"task_id": t.task_id, "domain": t.domain, "missing": missing})
-        else:
-            playable.append(t)
-    if refused:
-        warn(f"{len(refused)} of {len(tasks)} tasks use what cua cannot run yet; not played, listed in "
-             "unsupported.jsonl")
-    if not playable:
-        raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
-                          f"{', '.join(refused[0]['missing'])})")
-    return playable, refused
-
-
-class DesktopListServer:
-    """env.osworld.desktops served to the runners through DART's allocation protocol, in a thread."""
-
-    def __init__(self, cfg: Config, token: str):
-        self.server = ListServer(DesktopList(list(cfg.env.osworld.desktops), cfg.env.osworld.reset, token))
-
-    def start(self) -> str:
-        threading.Thread(target=self.server.serve_forever, args=(0.2,), daemon=True).start()
-        return self.server.url
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def local_desktops(cfg: Config, log_path, secrets: dict) -> LocalEnvServer:
-    """`cua env-server --backend desktop` for this run, with an allocation token made for it (unless
-    env.token_env names one): the runners' token, masked like any other."""
-    token = secrets["env"]
-    o = cfg.env.osworld
-    return LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
-                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm)],
-                          {**os.environ, LOCAL_TOKEN_ENV: token})
 
 
 def agentgym_args(cfg: Config) -> list[str]:

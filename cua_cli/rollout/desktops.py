@@ -1,0 +1,61 @@
+"""OSWorld desktops for a rollout (`env.kind: osworld`): which tasks can be played, and the
+desktop sources the rollout itself runs (its own desktop server, or an allocator over a fixed list)."""
+
+import os
+import threading
+
+from .._util.diag import warn
+from ..config import Config
+from ..envserver.desktop_list import DesktopList, ListServer
+from ..errors import ConfigError
+from ..osworld.support import unsupported
+from .envserver_process import LocalEnvServer
+
+# The local desktop server reads its allocation token from here (its own environment only).
+LOCAL_TOKEN_ENV = "CUA_LOCAL_DESKTOP_TOKEN"
+
+
+def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
+    """OSWorld tasks that use a setup step, getter or metric cua lacks are not played (and never
+    scored 0): they are listed in the run folder and counted apart."""
+    if cfg.env.kind != "osworld":
+        return tasks, []
+    playable, refused = [], []
+    for t in tasks:
+        missing = unsupported(t.to_dict())
+        if missing:
+            refused.append({"task_id": t.task_id, "domain": t.domain, "missing": missing})
+        else:
+            playable.append(t)
+    if refused:
+        warn(f"{len(refused)} of {len(tasks)} tasks use what cua cannot run yet; not played, listed in "
+             "unsupported.jsonl")
+    if not playable:
+        raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
+                          f"{', '.join(refused[0]['missing'])})")
+    return playable, refused
+
+
+class DesktopListServer:
+    """env.osworld.desktops served to the runners through DART's allocation protocol, in a thread."""
+
+    def __init__(self, cfg: Config, token: str):
+        self.server = ListServer(DesktopList(list(cfg.env.osworld.desktops), cfg.env.osworld.reset, token))
+
+    def start(self) -> str:
+        threading.Thread(target=self.server.serve_forever, args=(0.2,), daemon=True).start()
+        return self.server.url
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def local_desktops(cfg: Config, log_path, secrets: dict) -> LocalEnvServer:
+    """`cua env-server --backend desktop` for this run, with an allocation token made for it (unless
+    env.token_env names one): the runners' token, masked like any other."""
+    token = secrets["env"]
+    o = cfg.env.osworld
+    return LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
+                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm)],
+                          {**os.environ, LOCAL_TOKEN_ENV: token})
