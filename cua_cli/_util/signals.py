@@ -8,6 +8,8 @@ otherwise every runner dies mid-write while its parent is still stopping.
 """
 
 import signal
+import threading
+from typing import Callable
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -68,3 +70,19 @@ def raise_on_stop_signals() -> None:
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, handler)
+
+
+def serve_until_stopped(server, announce: Callable[[], None]) -> None:
+    """`server.serve_forever()` until a stop signal, then the handlers before are put back.
+    `announce` runs once the handlers are in: whoever reads it may signal at once."""
+    def on_signal(signum, frame):
+        # shutdown() waits for serve_forever() to return, so it must run on another thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    try:
+        announce()
+        server.serve_forever()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -19,13 +19,12 @@ import json
 import logging
 import os
 import re
-import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Sequence
 
-from cua_cli._util.signals import STOP_SIGNALS
+from cua_cli._util.signals import serve_until_stopped
 from cua_cli.envserver.agentgym_webarena import WebArenaRoutes
 from cua_cli.envserver.miniwob_backend import DEFAULT_EPISODE_MAX_TIME, MiniWobBrowser, check_task
 from cua_cli.envserver.pool import MAX_EPISODE_TIME, MAX_SEED, EnvPool, ErrorReply
@@ -254,18 +253,13 @@ def serve(
     """Serve until a stop signal (SIGINT, SIGTERM, SIGHUP), then quit all browsers. Prints the listening URL first."""
     server = make_server(host, port, max_envs, token_env, verbose, idle_timeout_s, agentgym_tasks, agentgym_seeds)
 
-    def on_signal(signum, frame):
-        # shutdown() waits for serve_forever() to return, so it must run on another thread.
-        threading.Thread(target=server.shutdown, daemon=True).start()
+    def announce():
+        print(f"cua env-server listening on http://{host}:{server.server_address[1]}", flush=True)
+        if server.agentgym.size:
+            print(f"AgentGym WebArena routes serve idx 0-{server.agentgym.size - 1}", flush=True)
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
-    print(f"cua env-server listening on http://{host}:{server.server_address[1]}", flush=True)
-    if server.agentgym.size:
-        print(f"AgentGym WebArena routes serve idx 0-{server.agentgym.size - 1}", flush=True)
     try:
-        server.serve_forever()
+        serve_until_stopped(server, announce)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         server.server_close()
         server.close_all()

@@ -9,6 +9,7 @@ episode), so the episode ends on the agent's own DONE/FAIL or at max_steps.
 
 import json
 
+from ..config import read_text
 from ..errors import ConfigError, ModelError
 from . import Params, Reply
 
@@ -29,15 +30,9 @@ class Script:
 
 def read_script(path) -> dict[str, list[str]]:
     """The answers file, checked: a JSON object of task id -> list of answer strings."""
+    text = read_text(path, MAX_SCRIPT_BYTES, "model.script")
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SCRIPT_BYTES + 1)
-    except OSError as e:
-        raise ConfigError(f"model.script: cannot read {path}: {e.strerror or e}") from None
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise ConfigError(f"model.script: {path} is larger than {MAX_SCRIPT_BYTES >> 20} MiB")
-    try:
-        doc = json.loads(data)
+        doc = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise ConfigError(f"model.script: {path} is not JSON: {e}") from None
     if not isinstance(doc, dict) or not all(

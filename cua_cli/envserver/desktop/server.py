@@ -8,12 +8,10 @@ port on the same host address. OSWorld's in-VM API has no authentication: keep t
 
 import os
 import shutil
-import signal
 import tempfile
-import threading
 from pathlib import Path
 
-from cua_cli._util.signals import STOP_SIGNALS
+from cua_cli._util.signals import serve_until_stopped
 from cua_cli.envserver.desktop.dart import DartHandler
 from cua_cli.envserver.desktop.httpbase import Server
 from cua_cli.envserver.desktop.pool import DesktopPool
@@ -85,15 +83,9 @@ def serve(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKE
           workdir: str | None = None) -> None:
     server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir)
 
-    def on_signal(signum, frame):
-        threading.Thread(target=server.shutdown, daemon=True).start()  # shutdown waits for serve_forever
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
-    print(f"cua env-server (desktops) listening on http://{host}:{server.server_address[1]}", flush=True)
     try:
-        server.serve_forever()
+        serve_until_stopped(server, lambda: print(
+            f"cua env-server (desktops) listening on http://{host}:{server.server_address[1]}", flush=True))
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         server.server_close()
         server.close_all()
