@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from ._util.diag import QUIET, VERBOSE, set_level, warn
 from ._util.redact import read_secrets
-from ._util.signals import ignore_stop_signals, raise_on_stop_signals
+from ._util.signals import dump_stacks_on_sigusr1, ignore_stop_signals, raise_on_stop_signals
 from ._util.text import percent
 from .config import load_config
 from .errors import CuaError, InputError
@@ -59,6 +59,7 @@ def main(verbose, quiet):
     """
     if verbose or quiet:
         set_level(VERBOSE if verbose else QUIET)
+    dump_stacks_on_sigusr1()
 
 
 @main.command()

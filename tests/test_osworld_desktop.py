@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers.osworld_standin import StandIn, Web
 
 from cua_cli._util.budget import Budget
 from cua_cli.errors import BadTask, EnvError, EvalError
@@ -21,7 +22,6 @@ from cua_cli.osworld.evaluator import evaluate
 from cua_cli.osworld.local_files import Downloads, cache_key, episode_folder, safe_name
 from cua_cli.osworld.setup import SetupContext, run_steps
 from cua_cli.osworld.task_files import read_tasks
-from helpers.osworld_standin import StandIn, Web
 
 DATA = Path(__file__).parent / "data" / "osworld"
 TASKS = {t["task_id"]: t for t in read_tasks(DATA / "evaluation_examples" / "test_all.json")}

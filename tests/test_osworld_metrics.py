@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.osworld import getters, metrics as m
+from cua_cli.osworld import getters
+from cua_cli.osworld import metrics as m
 
 
 def in_unit(x) -> bool:

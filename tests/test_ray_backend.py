@@ -8,9 +8,10 @@ import signal
 import threading
 import time
 from http.server import HTTPServer, SimpleHTTPRequestHandler
+from pathlib import Path
 
 import pytest
-from helpers.cli import kill_group, run_cua, start_cua
+from helpers.cli import finish, kill_group, run_cua, start_cua
 from helpers.envserver import start_env_server, stop_env_server
 from helpers.net import free_port
 from helpers.waiting import wait_for
@@ -103,7 +104,7 @@ def _interrupt(cfg, tmp_path, *args, times=1):
         for _ in range(times):
             p.send_signal(signal.SIGINT)
             time.sleep(0.5)
-        out, err = p.communicate(timeout=300)
+        out, err = finish(p, 300)
     finally:
         kill_group(p)
     assert p.returncode == 130, err
@@ -142,7 +143,7 @@ def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url)
         (_run(tmp_path) / "queue" / "pending" / "bad.json").write_text(json.dumps({"task_id": "bad", "domain": 5}))
         wait_for(lambda: len(done()) == 3, what="the dropped pair")
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=120)
+        out, err = finish(p, 120)
     finally:
         kill_group(p)
     assert p.returncode == 130, err
@@ -162,7 +163,7 @@ def test_a_node_that_dies_mid_run_loses_no_pair_and_leaves_no_claim(tmp_path, ra
         victim = workers.pop()
         c.remove_node(victim)  # its runner actor dies with it, mid-episode
         workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
-        out, err = p.communicate(timeout=600)
+        out, err = finish(p, 400)
     finally:
         kill_group(p)
     assert p.returncode == 0 and "Traceback" not in err, err
@@ -188,7 +189,7 @@ def test_a_node_lost_with_no_room_for_a_replacement_leaves_the_run_to_the_surviv
         wait_for(lambda: (tmp_path / "results-ray").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
         c.remove_node(workers.pop())
-        out, err = p.communicate(timeout=600)
+        out, err = finish(p, 400)
     finally:
         kill_group(p)
         workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
@@ -199,6 +200,60 @@ def test_a_node_lost_with_no_room_for_a_replacement_leaves_the_run_to_the_surviv
         final[(e["task_id"], e["sample"])] = e
     assert len(final) == 12 and all(e["outcome"] in ("success", "failure") for e in final.values())
     assert os.listdir(run / "queue" / "claimed") == [] and os.listdir(run / "queue" / "pending") == []
+
+
+def _actor_pids(node) -> list[int]:
+    """The runner actors' worker processes of a node: children of its raylet that Ray titled so."""
+    from ray._private import ray_constants
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            status = (proc / "status").read_text()
+            title = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"\nPPid:\t{raylet}\n" in status and title.startswith(b"ray::RunnerActor"):
+            pids.append(int(proc.name))
+    return pids
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        return "\nState:\tT" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_an_actor_that_hangs_unnoticed_by_ray_is_lost_and_its_pairs_played_elsewhere(tmp_path, ray_cluster, env_url):
+    """A worker frozen (SIGSTOP) looks alive to Ray and its stream just goes quiet: after
+    runner.ray.lost_after_s without a step or an answer to a ping it is lost, killed and replaced."""
+    c, workers = ray_cluster
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=8, steps=4)
+    p = start_cua("rollout", str(cfg), "--set", "runner.ray.lost_after_s=6")
+    frozen = []
+    try:
+        wait_for(lambda: (tmp_path / "results-ray").exists() and any(
+            (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
+        wait_for(lambda: _actor_pids(workers[0]), what="a runner actor on the first worker")
+        frozen = _actor_pids(workers[0])
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        out, err = finish(p, 300)
+    finally:
+        kill_group(p)
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert p.returncode == 0 and "Traceback" not in err, err
+    lines = read_lines(_run(tmp_path) / "episodes.jsonl")
+    assert any(e["stop_reason"] == "runner_lost" for e in lines), "the frozen actor's attempts end as runner_lost"
+    final = {(e["task_id"], e["sample"]): e for e in lines}
+    assert len(final) == 8 and all(e["outcome"] in ("success", "failure") for e in final.values())
+    assert os.listdir(_run(tmp_path) / "queue" / "claimed") == []
+    wait_for(lambda: not any(_stopped(pid) for pid in frozen), what="the lost actor killed, not left frozen")
 
 
 def test_an_address_where_no_ray_cluster_answers_fails_at_once_with_one_line(tmp_path, ray_cluster, env_url):
@@ -223,7 +278,7 @@ def test_sigterm_while_ray_starts_ends_the_run_cleanly_and_resume_finishes_it(tm
     try:
         wait_for(lambda: (tmp_path / "results-ray").exists(), what="the run folder")
         os.killpg(p.pid, signal.SIGTERM)
-        out, err = p.communicate(timeout=120)
+        out, err = finish(p, 120)
     finally:
         kill_group(p)
     assert p.returncode == 143 and "Traceback" not in err, err

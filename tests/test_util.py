@@ -5,7 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cua_cli._util import diag
 from cua_cli._util.atomic import write_atomic

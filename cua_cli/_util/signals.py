@@ -7,7 +7,9 @@ their parent decide, which a signal sent to the whole process group needs:
 otherwise every runner dies mid-write while its parent is still stopping.
 """
 
+import faulthandler
 import signal
+import sys
 import threading
 from typing import Callable
 
@@ -46,6 +48,12 @@ class StopFlags:
     def exit_status(self) -> int:
         """128 + the signal's number, as a shell reports a process a signal ended (130, 143, 129)."""
         return 128 + (self.first or signal.SIGINT)
+
+
+def dump_stacks_on_sigusr1() -> None:
+    """`kill -USR1 PID` prints every thread's stack to stderr and the process goes on: what a run
+    that seems stuck is doing, without a debugger on the host."""
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)
 
 
 def ignore_stop_signals() -> None:

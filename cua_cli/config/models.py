@@ -223,6 +223,9 @@ class RayRunner(Section):
     actors: Optional[between(int, 0, 10_000, above=True)] = Field(
         None, description="Runner actors (null: one per node with num_cpus free, and one per 256 episode slots).")
     num_cpus: between(float, 0, 1024) = Field(1.0, description="CPUs each runner actor reserves.")
+    lost_after_s: between(float, 3, DAY_S) = Field(
+        90.0, description="An actor that streams nothing and answers no ping for this long is lost (a node cut off, "
+                          "a hung worker): its episodes are played again elsewhere, s.")
 
 
 class RunnerConfig(Section):

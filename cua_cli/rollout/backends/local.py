@@ -13,7 +13,7 @@ import os
 import threading
 from dataclasses import replace
 
-from ..._util.signals import ignore_stop_signals
+from ..._util.signals import dump_stacks_on_sigusr1, ignore_stop_signals
 from ...config import Config
 from ...models import shared_state
 from ...runfolder.writer import RunDir
@@ -32,6 +32,7 @@ def default_processes(num_envs: int) -> int:
 
 def _process_main(spec: RunnerSpec, parent_pid: int, stop_flag, shared) -> None:
     ignore_stop_signals()  # the main process got the same signal and decides how to stop
+    dump_stacks_on_sigusr1()
     stop, done = threading.Event(), threading.Event()
 
     def watch():

@@ -45,6 +45,10 @@ START_TIMEOUT_S = 120.0    # for the cluster to place every actor
 GCS_PROBE_S = 5.0          # for a Ray cluster's address to answer
 REPLACE_NOTICE_S = 30.0    # a lost actor not yet replaced by then is worth telling the user about
 KILL_WAIT_S = 10.0         # for the slots to see their killed actors go
+# A stream may miss news of its actor's death (Ray has had such bugs, and a node that stops
+# answering is not dead yet): one silent for a while pings its actor, and one from whose actor
+# nothing was heard for runner.ray.lost_after_s, or silent longer than an episode can last, is lost.
+PINGS_PER_LOSS = 3
 
 
 def _ray():
@@ -182,6 +186,10 @@ class RunnerActor:
         import ray
         return ray.util.get_node_ip_address(), _unreachable(self.urls)
 
+    def ping(self) -> bool:
+        """An answer, from a thread of its own (concurrency group "probe"), however busy the actor is."""
+        return True
+
     def set_versions(self, table: dict) -> None:
         self.versions.current = table
 
@@ -189,9 +197,10 @@ class RunnerActor:
         self.stop.set()
 
     def play(self, item: dict):
-        """Stream one attempt: per step, its screenshot's pieces but the last ("png", bytes), then ("step",
-        line, the screenshot's step and last piece, or None); ("lease", record) for each env it takes or
-        gives back; at the end ("end", episode line)."""
+        """Stream one attempt: per step, its screenshot in pieces ("png", bytes), then ("step", line,
+        the screenshot's step or None); ("lease", record) for each env it takes or gives back; at the
+        end ("end", episode line). A piece and a step's line stay apart: together they could outgrow
+        what Ray hands over directly, and an object left in a dead node's store can never be read."""
         out: queue.Queue = queue.Queue()
         task = task_from_dict(item)  # checked by the driver before it sent the pair
 
@@ -203,10 +212,9 @@ class RunnerActor:
             message = out.get()
             if message[0] == "step" and message[2]:
                 step, png = message[2]
-                last = max(0, len(png) - 1) // CHUNK * CHUNK
-                for k in range(0, last, CHUNK):
+                for k in range(0, len(png), CHUNK):
                     yield ("png", png[k:k + CHUNK])
-                message = ("step", message[1], (step, png[last:]))
+                message = ("step", message[1], step)
             yield message
             if message[0] == "end":
                 return
@@ -235,6 +243,10 @@ class RayActors:
         self.restarts = 0
         self.crashed = False
         self._pushed = None
+        self.per_actor = 1  # episodes an actor plays at once (its threads)
+        self.lost_after_s = cfg.runner.ray.lost_after_s
+        # No step of a live episode comes later than this after its start (see the local env server's idle).
+        self.longest_s = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s + self.lost_after_s
 
     def start(self, stopping) -> None:
         ray, rc = self.ray, self.cfg.runner.ray
@@ -243,8 +255,9 @@ class RayActors:
         here = ray.get_runtime_context().get_node_id()
         shared = shared_state(self.cfg, InActor(here))  # e.g. endpoint loads, counted for all runner actors
         n = self._count_actors()
-        slots = math.ceil(self.cfg.runner.num_envs / n)
-        actor = ray.remote(max_concurrency=slots + 4, num_cpus=rc.num_cpus)(RunnerActor)
+        self.per_actor = math.ceil(self.cfg.runner.num_envs / n)
+        actor = ray.remote(max_concurrency=self.per_actor + 4, concurrency_groups={"probe": 2},
+                           num_cpus=rc.num_cpus)(RunnerActor)
         self._new_actor = lambda: actor.options(scheduling_strategy="SPREAD").remote(
             self.cfg, self.env_url, self.secrets, shared, self._versions())
         self.actors = [self._new_actor() for _ in range(n)]
@@ -405,11 +418,13 @@ class RayActors:
         self.queue.reclaim(dead_pids={os.getpid()}, count_error=False)
 
     def _pick(self) -> int | None:
-        """The least busy started actor (an episode stays on it, and on its model server: see the
-        Router), once there is one; None if the run stops first."""
+        """The least busy started actor with a free thread (an episode stays on it, and on its model
+        server: see the Router), once there is one; None if the run stops first. The survivors of a
+        lost actor take no more episodes than they have threads: one queued inside an actor would
+        look like a silent stream."""
         with self.changed:
             while not self.stop.is_set():
-                started = [i for i, a in enumerate(self.actors) if a is not None]
+                started = [i for i, a in enumerate(self.actors) if a is not None and self.busy[i] < self.per_actor]
                 if started:
                     i = min(started, key=self.busy.__getitem__)
                     self.busy[i] += 1
@@ -435,9 +450,12 @@ class RayActors:
             actor = self.actors[i]
             try:
                 rec = self._stream(actor, item)
+            except Exception as e:  # noqa: BLE001 - a slot that died here would hold its claim for ever
+                rec = error_line(item, "runner_error", self.redact(f"{type(e).__name__}: {_why(e)}"))
             finally:
-                with self.lock:
+                with self.changed:
                     self.busy[i] -= 1
+                    self.changed.notify_all()
             if rec is None:
                 if self.killed:
                     return  # kill() puts the claim back
@@ -450,36 +468,54 @@ class RayActors:
         """Write the attempt's steps as they arrive; its episode line, or None if the actor died."""
         ray = self.ray
         traj, png = self.run.traj(item), []
+        started = heard = time.monotonic()
         try:
             # Backpressure is Ray's (underscored) option of streaming generators.
-            for ref in actor.play.options(num_returns="streaming", _generator_backpressure_num_objects=AHEAD
-                                          ).remote(item):
-                message = ray.get(ref)
+            stream = actor.play.options(num_returns="streaming", _generator_backpressure_num_objects=AHEAD
+                                        ).remote(item)
+            while True:
+                if not ray.wait([stream], timeout=self.lost_after_s / PINGS_PER_LOSS)[0]:
+                    heard = self._probe(actor, heard)
+                    now = time.monotonic()
+                    if now - heard > self.lost_after_s or now - started > self.longest_s:
+                        return None  # gone quiet without Ray noticing: lost (and killed, see _replace)
+                    continue
+                message = ray.get(next(stream))
+                heard = time.monotonic()
                 if message[0] == "png":
                     png.append(message[1])
                 elif message[0] == "step":
                     if message[2] is not None:
-                        step, last = message[2]
-                        traj.screenshot(step, b"".join([*png, last]))
+                        traj.screenshot(message[2], b"".join(png))
                         png = []
                     traj.step(message[1])
                 elif message[0] == "lease":
                     traj.lease(message[1])
                 else:
                     return message[1]
-        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
-                ray.exceptions.ObjectLostError):
-            return None  # a screenshot whose line never came is not written
         except ray.exceptions.RayTaskError as e:  # a bug in cua outside the episode: file it, keep the claim moving
             return error_line(item, "runner_error", self.redact(_why(e)))
-        return None
+        except (ray.exceptions.RayError, StopIteration):  # the actor, its node or its stream was lost
+            return None  # a screenshot whose line never came is not written
+
+    def _probe(self, actor, heard: float) -> float:
+        """When the actor was last heard from: now if it answers a ping in time."""
+        try:
+            self.ray.get(actor.ping.options(concurrency_group="probe").remote(),
+                         timeout=self.lost_after_s / PINGS_PER_LOSS)
+        except self.ray.exceptions.GetTimeoutError:
+            return heard
+        return time.monotonic()  # an actor known dead raises, as a stream would
 
     def _replace(self, i: int, dead) -> None:
-        """Ask for a new actor in place of one that died (once, however many of its slots saw it)."""
+        """Ask for a new actor in place of one that died or was lost (once, however many of its slots
+        saw it). A lost one may still live (a node cut off for a while): it is killed, so that it
+        plays none of its episodes on, nobody reading them."""
         with self.lock:
             if self.actors[i] is not dead:
                 return
             self.actors[i] = None
+        self.ray.kill(dead)
         self._ask_for(i)
 
     def _ask_for(self, i: int) -> None:
