@@ -14,6 +14,7 @@ from helpers.net import free_port
 from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.runfolder.records import PHASES
 
 pytestmark = pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
 
@@ -73,6 +74,14 @@ def test_rollout_writes_run_folder_with_real_rewards(write, tmp_path):
     assert all((rec["reward"] > 0) == (rec["outcome"] == "success") for rec in final.values())
     assert any(rec["outcome"] == "success" for rec in final.values()), "random clicks hit click-test's big button"
     assert "scheduled" in r.stdout and "success rate" in r.stdout
+    # Every attempt's wall time is split into its phases, in the slot (lane) that played it.
+    for rec in lines:
+        phases = rec["phases"]
+        assert set(phases) == set(PHASES) and min(phases.values()) >= 0
+        assert abs(sum(phases.values()) - rec["duration_s"]) < 0.01 + 0.0001 * len(PHASES), rec
+        assert phases["allocate_s"] > 0 and phases["observe_s"] > 0 and phases["evaluate_s"] > 0
+        assert meta["created_at"] and rec["started_at"] > 1.7e9 and rec["claim_wait_s"] >= 0
+    assert len({rec["lane"] for rec in lines}) <= 2  # runner.num_envs
 
 
 def test_replay_reproduces_actions_and_scores(write, tmp_path):

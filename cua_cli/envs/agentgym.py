@@ -11,6 +11,7 @@ episode: the env says so in its next observation.
 """
 
 import math
+import time
 
 from .._util.budget import Budget
 from .._util.httpclient import Client
@@ -70,16 +71,19 @@ class AgentGymEnv:
         if type(env_id) is not int:
             raise EnvError(f"{self.name} create: no env id in the answer: {clip(str(data), 200)}")
         session = AgentGymSession(self, env_id)
+        t = time.monotonic()
         try:
             session.reset(idx, budget)
         except BaseException:
             session.release(budget.unhurried())
             raise
+        session.setup_s = time.monotonic() - t
         return session
 
 
 class AgentGymSession:
     instruction = None  # the task statement is in the first observation
+    setup_s = 0.0
 
     def __init__(self, env: AgentGymEnv, env_id: int):
         self.env = env

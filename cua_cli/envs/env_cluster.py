@@ -77,6 +77,7 @@ class ClusterEnv:
 
 class ClusterSession:
     """One allocated env: observe, act, evaluate, release."""
+    setup_s = 0.0  # the cluster resets the env inside its allocation: all of it counts as allocate
 
     def __init__(self, cluster: ClusterEnv, server_id: str, data: dict, task: Task):
         self.c = cluster

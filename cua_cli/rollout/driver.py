@@ -15,15 +15,17 @@ from ..config import Config, for_rollout
 from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
-from ..models import make_model
+from ..models import make_model, model_servers
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
+from ..stats.timing import timing_figures
 from ..tasks import load_tasks
 from .backends import make_backend
 from .desktops import DesktopListServer, local_desktops, split_unsupported
 from .envserver_process import LocalEnvServer
 from .leftovers import LOCAL_SERVER, release_leftovers
+from .monitor import Monitor
 from .progress import Progress
 from .sinks import SinkFollower
 
@@ -37,6 +39,7 @@ STOP_GRACE_S = 20.0
 class Outcome:
     run: RunDir
     summary: dict
+    timing: dict       # stats.timing's figures
     wall_s: float
     interrupted: bool
     crashed: bool
@@ -87,6 +90,8 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         env_url = local.start()
         local.record(run.path / LOCAL_SERVER)  # so `cua envs gc` can stop it should this rollout be killed
     start = time.monotonic()
+    monitor = Monitor(run.path, model_servers(cfg), cfg.runner.sample_s)
+    monitor.start()
     progress = Progress(run.path, queue)
     dart_run_id = cfg.storage.mysql.run_id or run.path.name  # the id DART-GUI's trainer is configured with
     follower = watcher = runners = None
@@ -120,6 +125,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         progress.update()
     finally:
         progress.close()
+        monitor.stop()
         if local:
             local.stop()
         if watcher:
@@ -130,7 +136,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
                 progress.write(f"{left} finished trajectories are not in storage yet (a sink is down): "
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
-    return Outcome(run, summary, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
+    return Outcome(run, summary, timing_figures(run.path), time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
 
 
 def agentgym_args(cfg: Config) -> list[str]:

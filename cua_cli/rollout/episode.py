@@ -10,6 +10,7 @@ observation has its traj.jsonl line, however it ended.
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .._util.budget import Budget
@@ -17,7 +18,7 @@ from ..agents import Agent, Turn
 from ..envs import Env
 from ..errors import ActionRefused, EpisodeEnd, Stopped
 from ..models import Model, by_file
-from ..runfolder.records import attempt_line, step_line, turn_fields
+from ..runfolder.records import PHASES, attempt_line, step_line, turn_fields
 from ..runfolder.writer import TrajWriter, traj_rel
 from ..tasks import Task
 
@@ -29,6 +30,25 @@ class Limits:
     max_steps: int
     step_timeout_s: float
     episode_timeout_s: float
+
+
+class Phases:
+    """Seconds per phase of one attempt (records.PHASES), counted however a phase ends."""
+
+    def __init__(self):
+        self.s = dict.fromkeys(PHASES, 0.0)
+
+    @contextmanager
+    def timed(self, phase: str):
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.s[phase] += time.monotonic() - t
+
+    def record(self, duration_s: float) -> dict:
+        self.s["other_s"] = max(0.0, duration_s - sum(v for k, v in self.s.items() if k != "other_s"))
+        return {k: round(v, 4) for k, v in self.s.items()}
 
 
 @dataclass
@@ -48,14 +68,20 @@ class Episode:
         """Play one attempt; always returns its episode line."""
         rec = attempt_line(self.item, self.task, traj_rel(self.task.task_id, self.item["sample"], self.item["attempt"]))
         start = time.monotonic()
+        rec["started_at"] = round(time.time(), 3)
         budget = Budget(self.limits.step_timeout_s, start + self.limits.episode_timeout_s, self.should_stop)
-        session = None
+        session, self.phases = None, Phases()
         try:
-            session = self.env.allocate(self.task, budget, self.traj)  # its leases go to the run folder
+            with self.phases.timed("allocate_s"):
+                session = self.env.allocate(self.task, budget, self.traj)  # its leases go to the run folder
+            setup = min(getattr(session, "setup_s", 0.0), self.phases.s["allocate_s"])
+            self.phases.s["allocate_s"] -= setup
+            self.phases.s["setup_s"] += setup
             rec["instruction"] = self.task.instruction or session.instruction or ""
             rec["stop_reason"] = self._play(session, rec, self.traj, budget)
             # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
-            result = session.evaluate(budget.unhurried(), rec["stop_reason"])
+            with self.phases.timed("evaluate_s"):
+                result = session.evaluate(budget.unhurried(), rec["stop_reason"])
             rec.update(reward=result.reward, score=result.score,
                        outcome="success" if result.score == 1.0 else "failure")
         except EpisodeEnd as e:
@@ -66,10 +92,12 @@ class Episode:
         finally:
             if session is not None:
                 try:
-                    session.release(budget.unhurried())
+                    with self.phases.timed("release_s"):
+                        session.release(budget.unhurried())
                 except EpisodeEnd as e:
                     rec["release_error"] = self._masked(str(e))
             rec["duration_s"] = round(time.monotonic() - start, 3)
+            rec["phases"] = self.phases.record(rec["duration_s"])
             if rec["error"]:
                 rec["error"] = self._masked(rec["error"])
         return rec
@@ -95,6 +123,8 @@ class Episode:
         obs = session.observe(budget)
         if obs.screenshot is not None:
             obs.file = traj.screenshot(step, obs.screenshot)
+        if obs.a11y_tree is not None:
+            obs.a11y_file = traj.a11y_tree(step, obs.a11y_tree)
         line = step_line(step, wall, obs)
         timings = line["timings"]
         timings["env_s"] = time.monotonic() - t0
@@ -123,6 +153,8 @@ class Episode:
             if error is not None:  # what ended the step, not the answer it was re-asking after
                 line["error"] = error
             timings["model_s"] = turn.model_s
+            for phase, key in (("observe_s", "env_s"), ("model_s", "model_s"), ("act_s", "act_s")):
+                self.phases.s[phase] += timings[key]
             timings.update((k, round(v, 4)) for k, v in timings.items())
             if self.record_prompt and turn.prompt is not None:
                 line["prompt"] = by_file(turn.prompt)

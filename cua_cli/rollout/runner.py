@@ -5,6 +5,8 @@ a backend runs several runners to spread the CPU work. A slot claims a pair,
 plays it and files the result; a claim never outlives its slot's attempt.
 """
 
+import os
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -45,14 +47,15 @@ class Runner:
                 self.queue.heartbeat()
 
         threading.Thread(target=heartbeat, daemon=True).start()
-        slots = [threading.Thread(target=self._slot, args=(stop,)) for _ in range(self.spec.slots)]
+        slots = [threading.Thread(target=self._slot, args=(stop, lane_name(i))) for i in range(self.spec.slots)]
         for t in slots:
             t.start()
         for t in slots:
             t.join()
         finished.set()
 
-    def _slot(self, stop) -> None:
+    def _slot(self, stop, lane: str) -> None:
+        idle_since = time.monotonic()
         while not stop.is_set():
             item = self.queue.claim()
             if item is None:
@@ -61,9 +64,21 @@ class Runner:
                 self.idle.maybe_reclaim()
                 stop.wait(self.cfg.runner.poll_s)
                 continue
-            task = checked_task(self.queue, item)
+            waited, task = time.monotonic() - idle_since, checked_task(self.queue, item)
             if task is not None:
-                file_attempt(self.queue, item, self.player.play(item, task, self.folder.traj(item), stop.is_set))
+                rec = self.player.play(item, task, self.folder.traj(item), stop.is_set)
+                file_attempt(self.queue, item, placed(rec, lane, waited))
+                idle_since = time.monotonic()
+
+
+def lane_name(slot: int) -> str:
+    """The slot an attempt was played in, as the timeline draws it: host/process/slot."""
+    return f"{socket.gethostname()}/{os.getpid()}/{slot}"
+
+
+def placed(rec: dict, lane: str, waited_s: float) -> dict:
+    """The episode line with its lane and how long its slot waited for the claim (outside its duration)."""
+    return {**rec, "lane": lane, "claim_wait_s": round(waited_s, 4)}
 
 
 def checked_task(queue, item: dict):

@@ -33,17 +33,20 @@ def checked(rows: dict, check, problems: list) -> list[tuple[int, dict]]:
 class RunReader:
     """Incremental reader of scheduled.jsonl and episodes.jsonl, usable on a live run."""
 
-    def __init__(self, path):
+    def __init__(self, path, keep_attempts: bool = False):
         self.path = Path(path)
         self.scheduled: dict[tuple[str, int], str | None] = {}
         self.final: dict[tuple[str, int], dict] = {}
         self.lines: dict[tuple[str, int], int] = {}  # the episodes.jsonl line of each final record
+        self.attempts: list[dict] | None = [] if keep_attempts else None  # every attempt, for timings
         self._pos = {"scheduled.jsonl": (0, 1), "episodes.jsonl": (0, 1)}  # byte offset, line number
 
     def refresh(self, warn: bool = False) -> "RunReader":
         for _, r in self._read("scheduled.jsonl", scheduled_record, warn):
             self.scheduled[(r["task_id"], r["sample"])] = r.get("domain")
         for n, r in self._read("episodes.jsonl", episode_record, warn):
+            if self.attempts is not None:
+                self.attempts.append(r)
             pair = (r["task_id"], r["sample"])
             if supersedes(r, self.final.get(pair)):
                 self.final[pair], self.lines[pair] = r, n

@@ -7,6 +7,7 @@ import json
 from tabulate import tabulate
 
 from .._util.text import percent
+from ..runfolder.records import PHASES
 
 
 def _printable(text: str) -> str:
@@ -116,3 +117,94 @@ def render_compare(result: dict, fmt: str) -> str:
             shown = ", ".join(result[key][:20]) + (f", ... ({len(result[key])} in all)" if len(result[key]) > 20 else "")
             parts.append(f"{label}: {shown}")
     return _printable("\n\n".join(parts))
+
+
+
+def _s(v, digits=2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _timing_column(t: dict) -> dict:
+    """A run's summary figures, as one column of the summary table."""
+    env, wait = t["env"] or {}, t["claim_wait"] or {}
+    col = {"wall time s": _s(t["wall_s"], 1), "attempts (timed)": f"{t['attempts']} ({t['timed']})",
+           "env slots (lanes)": t["lanes"] or "-", "steps/s": _s(t["steps_per_s"])}
+    for k, label in (("busy", "in an episode"), ("acting", "observing or acting"), ("model", "waiting for the model"),
+                     ("allocate", "allocating, setting up, releasing"), ("evaluate", "evaluating"),
+                     ("idle", "idle between episodes")):
+        col[f"env time {label} %"] = percent(env.get(k))
+    col["model servers busy %"] = percent(t["model_busy"])
+    col["largest wait"] = t["largest_wait"] or "-"
+    col["claim wait p50 / p95 / max s"] = " / ".join(_s(wait.get(k)) for k in ("p50", "p95", "max")) if wait else "-"
+    return col
+
+
+def timing_table(columns: dict[str, dict]) -> list[list]:
+    """Figures as rows, one column per run (or per side of a comparison)."""
+    names = list(dict.fromkeys(k for col in columns.values() for k in col))
+    return [[name, *(col.get(name, "-") for col in columns.values())] for name in names]
+
+
+def _phase_rows(name: str, phases: dict | None) -> list[dict]:
+    return [{"run": name, "phase": p.removesuffix("_s"), "p50 s": _s(f.get("p50"), 3), "p95 s": _s(f.get("p95"), 3),
+             "max s": _s(f.get("max"), 3), "share %": percent(f["share"])} for p, f in (phases or {}).items()]
+
+
+def _domain_rows(t: dict) -> list[dict]:
+    rows = []
+    for d, f in t["domains"].items():
+        row = {"run": t["run"], "domain": d, "attempts": f["attempts"], "steps": f["steps"],
+               "duration p50 s": _s((f["duration"] or {}).get("p50"), 2)}
+        row.update((f"{p.removesuffix('_s')} p50 s", _s(v.get("p50"), 3)) for p, v in f["phases"].items()
+                   if p != "other_s")
+        rows.append(row)
+    return rows
+
+
+def render_timing(runs: list[dict], fmt: str, by: str | None) -> str:
+    """`cua stats --timing`: per run its env slots' time, its waits, its phases and its model servers."""
+    if fmt == "json":
+        return json.dumps({"runs": runs}, indent=2)
+    summary = timing_table({t["run"]: _timing_column(t) for t in runs})
+    phases = [row for t in runs for row in _phase_rows(t["run"], t["phases"])]
+    servers = [{"run": t["run"], "server": s["server"], "up %": percent(s["up"]), "busy %": percent(s["busy"]),
+                "running": _s(s["running_mean"]), "waiting": _s(s["waiting_mean"]), "KV %": percent(s["kv_mean"]),
+                "prefix hits %": percent(s["prefix_hit_rate"]), "gen tok/s": _s(s["generation_tokens_per_s"], 1),
+                "queue wait s": _s(s["queue_wait_mean_s"], 3)} for t in runs for s in t["model_servers"]]
+    gpus = [{"run": t["run"], "gpu": g["gpu"], "util %": _s(g["util_mean"], 1),
+             "mem max GiB": _s(None if g["mem_used_max"] is None else g["mem_used_max"] / 2 ** 30)}
+            for t in runs for g in t["gpus"]]
+    domains = [row for t in runs for row in _domain_rows(t)] if by == "domain" else []
+    if fmt == "csv":
+        head = [{"figure": row[0], **{t["run"]: v for t, v in zip(runs, row[1:])}} for row in summary]
+        return _printable("\n".join(_csv(part) for part in (head, phases, servers, gpus, domains) if part))
+    tablefmt = "github" if fmt == "markdown" else "simple_outline"
+    parts = [tabulate(summary, headers=["", *(t["run"] for t in runs)], tablefmt=tablefmt, disable_numparse=True)]
+    parts += [tabulate(part, headers="keys", tablefmt=tablefmt, disable_numparse=True)
+              for part in (phases, servers, gpus, domains) if part]
+    notes = [f"{t['run']}: {t['attempts'] - t['timed']} of {t['attempts']} attempts carry no phases (written "
+             "before cua timed them, or for a runner that was lost)" for t in runs if t["attempts"] > t["timed"]]
+    if not any(t["model_servers"] for t in runs):
+        notes.append("no model server load was sampled (no metrics.jsonl: a provider without servers, servers "
+                     "without /metrics, or runner.sample_s 0)")
+    return _printable("\n\n".join(parts + notes))
+
+
+def render_timing_compare(a: dict, b: dict, fmt: str) -> str:
+    """`cua compare --timing`: the summary figures and each phase of two runs side by side."""
+    if fmt == "json":
+        return json.dumps({"run_a": a, "run_b": b}, indent=2)
+    summary = timing_table({"A": _timing_column(a), "B": _timing_column(b)})
+    phases = []
+    for p in PHASES:
+        fa, fb = ((t["phases"] or {}).get(p, {}) for t in (a, b))
+        phases.append({"phase": p.removesuffix("_s"), "p50 A s": _s(fa.get("p50"), 3), "p50 B s": _s(fb.get("p50"), 3),
+                       "p95 A s": _s(fa.get("p95"), 3), "p95 B s": _s(fb.get("p95"), 3),
+                       "share A %": percent(fa.get("share")), "share B %": percent(fb.get("share"))})
+    if fmt == "csv":
+        head = [{"figure": row[0], "A": row[1], "B": row[2]} for row in summary]
+        return _printable(_csv(head) + "\n" + _csv(phases))
+    tablefmt = "github" if fmt == "markdown" else "simple_outline"
+    return _printable("\n\n".join([f"A: {a['run']}\nB: {b['run']}",
+                                    tabulate(summary, headers=["", "A", "B"], tablefmt=tablefmt, disable_numparse=True),
+                                    tabulate(phases, headers="keys", tablefmt=tablefmt, disable_numparse=True)]))

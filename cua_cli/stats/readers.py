@@ -42,6 +42,7 @@ class RunData:
     domains: dict = field(default_factory=dict)   # task_id -> domain
     infeasible: set = field(default_factory=set)  # task ids whose evaluator func is "infeasible"
     unsupported: dict = field(default_factory=dict)  # task id -> what cua lacks to play it (never scheduled)
+    path: Path | None = None                      # the folder it was read from
 
 
 def read_run(path, tasks_file=None) -> RunData:

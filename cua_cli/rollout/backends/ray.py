@@ -28,10 +28,10 @@ from ...config.fleet_file import FleetVersions
 from ...errors import InputError
 from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
-from ...runfolder.writer import screenshot_name
+from ...runfolder.writer import a11y_tree_name, screenshot_name
 from ...tasks import task_from_dict
 from ..player import Player
-from ..runner import IdleSlots, checked_task, file_attempt
+from ..runner import IdleSlots, checked_task, file_attempt, placed
 
 # Ray hands a return value of up to 100 KiB straight to its caller; larger ones go through the
 # object store of the producing node and are pulled to the driver's: 4x the driver's CPU here.
@@ -72,19 +72,24 @@ class _Secrets(dict):
 
 
 class _Stream:
-    """A TrajWriter for an actor: each step goes to the driver as one message, its line with its screenshot."""
+    """A TrajWriter for an actor: each step goes to the driver as one message, its line with its
+    screenshot and accessibility tree."""
 
     def __init__(self, out: queue.Queue):
         self.out = out
-        self.shot = None
+        self.shot = self.tree = None
 
     def screenshot(self, step: int, png: bytes) -> str:
         self.shot = (step, png)  # the episode writes the step's line next, however the step ends
         return screenshot_name(step)
 
+    def a11y_tree(self, step: int, xml: str) -> str:
+        self.tree = xml.encode()
+        return a11y_tree_name(step)
+
     def step(self, record: dict) -> None:
-        self.out.put(("step", record, self.shot))
-        self.shot = None
+        self.out.put(("step", record, self.shot, self.tree))
+        self.shot = self.tree = None
 
     def lease(self, record: dict) -> None:
         self.out.put(("lease", record))
@@ -197,7 +202,8 @@ class RunnerActor:
         self.stop.set()
 
     def play(self, item: dict):
-        """Stream one attempt: per step, its screenshot in pieces ("png", bytes), then ("step", line,
+        """Stream one attempt: per step, its screenshot in pieces ("png", bytes) and its accessibility
+        tree in pieces ("a11y", bytes) when it has one (its line names the file), then ("step", line,
         the screenshot's step or None); ("lease", record) for each env it takes or gives back; at the
         end ("end", episode line). A piece and a step's line stay apart: together they could outgrow
         what Ray hands over directly, and an object left in a dead node's store can never be read."""
@@ -210,11 +216,12 @@ class RunnerActor:
         threading.Thread(target=run, daemon=True).start()
         while True:
             message = out.get()
-            if message[0] == "step" and message[2]:
-                step, png = message[2]
-                for k in range(0, len(png), CHUNK):
-                    yield ("png", png[k:k + CHUNK])
-                message = ("step", message[1], step)
+            if message[0] == "step":
+                _, line, shot, tree = message
+                for kind, data in (("png", shot[1] if shot else b""), ("a11y", tree or b"")):
+                    for k in range(0, len(data), CHUNK):
+                        yield (kind, data[k:k + CHUNK])
+                message = ("step", line, shot[0] if shot else None)
             yield message
             if message[0] == "end":
                 return
@@ -265,7 +272,8 @@ class RayActors:
         if not self._check_ready(stopping):
             self.kill()
             return
-        self.slots = [threading.Thread(target=self._slot, daemon=True) for _ in range(self.cfg.runner.num_envs)]
+        self.slots = [threading.Thread(target=self._slot, args=(f"ray/{n}",), daemon=True)
+                      for n in range(self.cfg.runner.num_envs)]
         for t in self.slots:
             t.start()
         threading.Thread(target=self._heartbeat, daemon=True).start()
@@ -432,7 +440,8 @@ class RayActors:
                 self.changed.wait(0.5)
             return None
 
-    def _slot(self) -> None:
+    def _slot(self, lane: str) -> None:
+        idle_since = time.monotonic()
         while not self.stop.is_set():
             item = self.queue.claim()
             if item is None:
@@ -441,6 +450,7 @@ class RayActors:
                 self.idle.maybe_reclaim()
                 self.stop.wait(self.cfg.runner.poll_s)
                 continue
+            waited = time.monotonic() - idle_since
             if checked_task(self.queue, item) is None:
                 continue
             i = self._pick()
@@ -462,12 +472,13 @@ class RayActors:
                 # The actor died under the attempt: a lost runner, not an agent failure.
                 self._replace(i, actor)
                 rec = error_line(item, "runner_lost", "the Ray actor playing this pair died (or its node)")
-            file_attempt(self.queue, item, rec)
+            file_attempt(self.queue, item, placed(rec, lane, waited))
+            idle_since = time.monotonic()
 
     def _stream(self, actor, item: dict) -> dict | None:
         """Write the attempt's steps as they arrive; its episode line, or None if the actor died."""
         ray = self.ray
-        traj, png = self.run.traj(item), []
+        traj, png, tree = self.run.traj(item), [], []
         started = heard = time.monotonic()
         try:
             # Backpressure is Ray's (underscored) option of streaming generators.
@@ -484,10 +495,15 @@ class RayActors:
                 heard = time.monotonic()
                 if message[0] == "png":
                     png.append(message[1])
+                elif message[0] == "a11y":
+                    tree.append(message[1])
                 elif message[0] == "step":
                     if message[2] is not None:
                         traj.screenshot(message[2], b"".join(png))
                         png = []
+                    if "a11y_tree" in message[1]:  # the line names the file of the tree it came with
+                        traj.a11y_tree(message[1]["step"], b"".join(tree).decode())
+                        tree = []
                     traj.step(message[1])
                 elif message[0] == "lease":
                     traj.lease(message[1])
