@@ -331,6 +331,10 @@ AGENTGYM_LOCAL = "tasks: {kind: agentgym}\nenv: {kind: agentgym, url: local}\nag
      "env.agentgym.env: the local env server speaks AgentGym's webarena protocol only, not textcraft"),
     ([AGENTGYM_LOCAL], False, "env.local.agentgym_tasks: list the MiniWoB tasks the local server's AgentGym routes"),
     (["model: {fleet: missing.json}"], True, "model.fleet: "),
+    (["agent: {observation: a11y_tree}"], False, "agent.observation: a11y_tree is a desktop's accessibility tree: "
+                                                 "it needs agent.kind osworld on env.kind osworld"),
+    (["env: {kind: osworld}", "agent: {kind: uitars, observation: screenshot_a11y_tree}"], False,
+     "agent.observation: screenshot_a11y_tree is a desktop's accessibility tree"),
 ])
 def test_rollout_refuses_what_it_cannot_play_naming_the_key(write, texts, watch, expected):
     path = write("r.yaml", _merged(GOOD, *texts))
@@ -344,6 +348,7 @@ def test_rollout_refuses_what_it_cannot_play_naming_the_key(write, texts, watch,
     (["tasks: {adaptive: {rounds: 2}}"], True),
     ([AGENTGYM_LOCAL, "env: {local: {agentgym_tasks: [click-test]}}"], False),
     ([AGENTGYM_LOCAL, "env: {url: 'http://127.0.0.1:9', agentgym: {env: textcraft}}"], False),
+    (["env: {kind: osworld}", "agent: {kind: osworld, observation: a11y_tree}"], False),
 ])
 def test_rollout_accepts_what_it_can_play(write, texts, watch):
     cfg = load_config(str(write("r.yaml", _merged(GOOD, *texts))))

@@ -30,6 +30,8 @@ from cua_cli.envs import Evaluation, Observation, StepResult, make_env
 from cua_cli.errors import BadTask, EnvError, EpisodeTimeout, ModelError, Stopped
 from cua_cli.kinds import AGENTS, ENVS, PROVIDERS
 from cua_cli.models import AnswerFormat, Image, Params, Reply, make_model
+from cua_cli.osworld.a11y_tree import parse as parse_tree
+from cua_cli.osworld.a11y_tree import table as tree_table
 from cua_cli.rollout.envserver_process import LocalEnvServer
 from cua_cli.tasks import Task
 
@@ -55,6 +57,7 @@ class EnvCase:
     bad_task: Task       # a task the env cannot set up
     harmless: list       # actions that change nothing much (e.g. wait)
     unreachable: object  # the same kind of env pointed at nothing
+    a11y_tree: bool = False  # its observations carry the desktop's accessibility tree (agent.observation)
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +108,10 @@ def desktop_server(tmp_path_factory):
     server.stop()
 
 
-def osworld_case(request, tmp_path) -> EnvCase:
+def osworld_case(request, tmp_path, observation: str = "screenshot") -> EnvCase:
     url = request.getfixturevalue("desktop_server")
-    cfg = _config(tmp_path, "env: {kind: osworld, retries: 0, allocate_wait_s: 0, osworld: {pause_s: 0}}\n")
+    cfg = _config(tmp_path, "env: {kind: osworld, retries: 0, allocate_wait_s: 0, osworld: {pause_s: 0}}\n"
+                            f"agent: {{kind: osworld, observation: {observation}}}\n")
     steps = [{"type": "execute", "parameters": {"command": "echo ready > ~/ready.txt", "shell": True}}]
     evaluator = {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat ~/ready.txt",
                                                    "shell": True},
@@ -115,18 +119,24 @@ def osworld_case(request, tmp_path) -> EnvCase:
     task = Task("os-ready", "os", "Leave the file as it is.", {"config": steps}, evaluator)
     bad = Task("os-drive", "os", "x", {"config": [{"type": "googledrive", "parameters": {}}]}, evaluator)
     return EnvCase(make_env(cfg, url, {"env": "contract-token"}), task, bad, ["WAIT"],
-                   make_env(cfg, "http://127.0.0.1:9", {"env": "contract-token"}))
+                   make_env(cfg, "http://127.0.0.1:9", {"env": "contract-token"}), observation != "screenshot")
 
 
-ENV_CASES = {"cluster": cluster_case, "agentgym": agentgym_case, "osworld": osworld_case}
+def osworld_a11y_case(request, tmp_path) -> EnvCase:
+    return osworld_case(request, tmp_path, "a11y_tree")
+
+
+# kind, or kind/variant
+ENV_CASES = {"cluster": cluster_case, "agentgym": agentgym_case, "osworld": osworld_case,
+             "osworld/a11y_tree": osworld_a11y_case}
 
 
 def test_every_env_kind_has_a_contract_case():
-    assert set(ENV_CASES) == set(ENVS)
+    assert {k.split("/")[0] for k in ENV_CASES} == set(ENVS)
 
 
 # the cluster case plays on the built-in env server's headless Chromium
-@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n in ("cluster", "osworld") else n
+@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.slow) if n.split("/")[0] in ("cluster", "osworld") else n
                         for n in sorted(ENV_CASES)])
 def env_case(request, tmp_path) -> EnvCase:
     return ENV_CASES[request.param](request, tmp_path)
@@ -143,6 +153,10 @@ def test_env_plays_an_episode(env_case):
             assert PILImage.open(io.BytesIO(obs.screenshot)).size == (obs.width, obs.height)
         if obs.text is not None:
             assert isinstance(obs.text, str)
+        # The desktop's accessibility tree exactly when the agent reads one, as XML.
+        assert (obs.a11y_tree is not None) == env_case.a11y_tree
+        if obs.a11y_tree is not None:
+            assert parse_tree(obs.a11y_tree).tag == "desktop-frame"
         sent = []
         result = session.act(env_case.harmless, budget, sent)
         assert isinstance(result, StepResult) and isinstance(result.done, bool)
@@ -207,17 +221,26 @@ def webarena_case(tmp_path) -> AgentCase:
                      "I will click the button.")
 
 
-def osworld_agent_case(tmp_path) -> AgentCase:
-    cfg = _config(tmp_path, "agent: {kind: osworld, parse_retries: 1, history_images: 2}\n")
-    return AgentCase(make_agent(cfg), 1, Observation(_png(), 160, 210, file="step_0000.png"),
+def osworld_agent_case(tmp_path, observation: str = "screenshot") -> AgentCase:
+    cfg = _config(tmp_path, "agent: {kind: osworld, parse_retries: 1, history_images: 2, "
+                            f"observation: {observation}}}\n")
+    tree = None if observation == "screenshot" else (
+        '<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state" '
+        'xmlns:cp="https://accessibility.ubuntu.example.org/ns/component"><push-button name="Click Me!" '
+        'st:showing="true" st:visible="true" st:enabled="true" cp:screencoord="(10, 20)" cp:size="(40, 20)"/>'
+        '</desktop-frame>')
+    return AgentCase(make_agent(cfg), 1, Observation(_png(), 160, 210, file="step_0000.png", a11y_tree=tree),
                      "The button.\n```python\npyautogui.click(10, 20)\n```", "I would rather not.")
 
 
-AGENT_CASES = {"uitars": uitars_case, "react": react_case, "webarena": webarena_case, "osworld": osworld_agent_case}
+# kind, or kind/variant
+AGENT_CASES = {"uitars": uitars_case, "react": react_case, "webarena": webarena_case, "osworld": osworld_agent_case,
+               "osworld/a11y_tree": lambda tmp_path: osworld_agent_case(tmp_path, "a11y_tree"),
+               "osworld/screenshot_a11y_tree": lambda tmp_path: osworld_agent_case(tmp_path, "screenshot_a11y_tree")}
 
 
 def test_every_agent_kind_has_a_contract_case():
-    assert set(AGENT_CASES) == set(AGENTS)
+    assert {k.split("/")[0] for k in AGENT_CASES} == set(AGENTS)
 
 
 @pytest.fixture(params=sorted(AGENT_CASES))
@@ -257,6 +280,10 @@ def _parts(message):
     return [message["content"]] if isinstance(message["content"], str) else message["content"]
 
 
+def _text(part) -> str:
+    return part if isinstance(part, str) else part.get("text", "") if isinstance(part, dict) else ""
+
+
 def test_agent_acts_on_a_good_answer(agent_case):
     turn, model = _ask(agent_case, agent_case.good)
     assert turn.error is None and turn.tries == 1 and not turn.failed_tries
@@ -267,10 +294,13 @@ def test_agent_acts_on_a_good_answer(agent_case):
     for m in messages:
         assert m["role"] in ("system", "user", "assistant")
         assert all(isinstance(p, (str, Image)) or p.get("type") == "text" for p in _parts(m))
-    # The current observation is in the last message.
+    # The current observation is in the last message: the screenshot, the text, or the tree as OSWorld's table.
     obs, last = agent_case.observation, _parts(messages[-1])
     assert any(isinstance(p, Image) and p.png == obs.screenshot and p.file == obs.file for p in last) \
-        or any(obs.text and obs.text in str(p) for p in last)
+        or any(obs.text and obs.text in str(p) for p in last) \
+        or any(obs.a11y_tree and tree_table(obs.a11y_tree) in _text(p) for p in last)
+    if obs.a11y_tree is not None:  # whatever else it shows, an agent given a tree shows its table
+        assert any(tree_table(obs.a11y_tree) in _text(p) for p in last)
 
 
 def test_agent_asks_again_after_a_bad_answer_up_to_its_limit(agent_case):

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers.cli import ROOT, kill_group, run_cua, start_cua
+from helpers import desktops
+from helpers.cli import ROOT, finish, kill_group, run_cua, start_cua
+from helpers.faultproxy import FaultProxy
+from helpers.net import free_port
 from helpers.waiting import wait_for
 
 from cua_cli._util.httpclient import Client
@@ -128,3 +131,165 @@ def test_a_fixed_list_of_running_desktops_is_served_one_episode_at_a_time(tmp_pa
     finally:
         kill_group(server, signal.SIGTERM)
         server.wait(60)
+
+
+def _task_file(folder: Path, task_id: str, config: list, evaluator: dict) -> None:
+    """One OSWorld-format task file, in the `os` domain's folder."""
+    (folder / "os").mkdir(parents=True, exist_ok=True)
+    (folder / "os" / f"{task_id}.json").write_text(json.dumps({
+        "id": task_id, "snapshot": "os", "instruction": f"Task {task_id}.", "source": "cua tests", "config": config,
+        "related_apps": ["os"], "evaluator": evaluator}))
+
+
+def _steps(run: Path) -> list[dict]:
+    (line,) = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
+    return [json.loads(x) for x in (run / line["traj"] / "traj.jsonl").read_text().splitlines()]
+
+
+def test_tree_observations_carry_a_real_apps_tree_and_the_screenshot_default_fetches_none(tmp_path):
+    """agent.observation a11y_tree: each step's tree (gnome-terminal's, read through AT-SPI) is in the run
+    folder beside its screenshot and in the prompt as OSWorld's table; the default never asks for one.
+    A proxy in front of the desktop sees every request."""
+    tasks = tmp_path / "tasks"
+    launch = ["gnome-terminal", "--", "bash", "-c", "echo cua-a11y-$((6*7)); exec bash"]
+    _task_file(tasks, "cua-a11y-terminal", [{"type": "launch", "parameters": {"command": launch}},
+                                            {"type": "sleep", "parameters": {"seconds": 2}}],
+               {"func": "infeasible"})
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"cua-a11y-terminal": ["```WAIT```", "```DONE```"]}))
+    token = "observation-test-token"
+    server = start_cua("env-server", "--backend", "desktop", "--port", "0", "--max-envs", "1",
+                       env={"CUA_ENV_TOKEN": token}, cwd=ROOT)
+    try:
+        url = server.stdout.readline().split()[-1]  # "cua env-server (desktops) listening on URL"
+        started = Client(token).post(f"{url}/start_emulator", 60, json={}).json()["data"]
+        paths = []
+        with FaultProxy(f"http://127.0.0.1:{started['server_port']}",
+                        lambda method, path, body: paths.append(path) or "pass") as proxy:
+            for observation in ("screenshot", "a11y_tree"):
+                paths.clear()
+                cfg = tmp_path / f"{observation}.yaml"
+                cfg.write_text(f"""
+run: {{name: {observation}, results_dir: {tmp_path}/results}}
+tasks: {{kind: osworld, osworld: {{task_list: {tasks}}}}}
+env: {{kind: osworld, osworld: {{desktops: ["{proxy.url}"], pause_s: 0.3}}}}
+model: {{provider: script, script: {answers}, record_prompt: true}}
+agent: {{kind: osworld, observation: {observation}}}
+runner: {{num_envs: 1, max_steps: 4, step_timeout_s: 60, episode_timeout_s: 120}}
+""")
+                result = run_cua("rollout", str(cfg), timeout=300)
+                assert result.returncode == 0, result.stderr[-3000:]
+                run = next((tmp_path / "results").glob(f"{observation}-*"))
+                steps = _steps(run)
+                assert len(steps) == 2 and paths.count("/screenshot") >= 2
+                folder = run / "trajectories" / "cua-a11y-terminal" / "0_0"
+                if observation == "screenshot":
+                    assert "/accessibility" not in paths and not any("a11y_tree" in s for s in steps)
+                    assert not list(folder.glob("*.xml"))
+                    continue
+                assert paths.count("/accessibility") == 2
+                for n, s in enumerate(steps):
+                    assert s["a11y_tree"] == f"step_{n:04d}_a11y.xml" and s["screenshot"] == f"step_{n:04d}.png"
+                    assert "cua-a11y-42" in (folder / s["a11y_tree"]).read_text()  # the real terminal's text
+                    shown = s["prompt"][-1]["content"]
+                    assert [p["type"] for p in shown] == ["text"]  # the table, and no screenshot
+                    assert 'terminal\tTerminal\t"cua-a11y-42\n' in shown[0]["text"]
+    finally:
+        kill_group(server, signal.SIGTERM)
+        server.wait(60)
+
+
+def _freeze(api: str) -> int:
+    """Stop every process of the desktop behind `api` (SIGSTOP: a VM that hangs), found by the host uids its
+    user namespace maps (the desktop tells them itself); how many were stopped."""
+    base = int(desktops.run(api, ["cat", "/proc/self/uid_map"])["output"].split()[1])
+    stopped = set()
+    while True:  # a process forked while we stop the others is caught on the next pass
+        found = {p for p in psutil.process_iter(["uids", "status"])
+                 if base <= p.info["uids"].real < base + 65536 and p.info["status"] != psutil.STATUS_STOPPED}
+        if not found:
+            return len(stopped)
+        for p in found:
+            try:
+                p.suspend()
+                stopped.add(p.pid)
+            except psutil.NoSuchProcess:
+                pass
+
+
+def test_infrastructure_failures_end_their_pairs_as_errors_never_as_agent_failures(tmp_path):
+    """In one rollout on real desktops: a desktop that stops answering mid-episode, an evaluator that
+    raises, a getter cua lacks and a download whose URL fails. Each ends its attempts as an error of the
+    infrastructure with its own stop reason, retried, never an agent failure; the unsupported task is
+    refused at the start and counted apart; no claim and no desktop is left held."""
+    before = _xvfbs()
+    tasks = tmp_path / "tasks"
+    ready = [{"type": "execute", "parameters": {"command": "echo ready > ~/ready.txt", "shell": True}}]
+    is_ready = {"func": "exact_match", "result": {"type": "vm_command_line", "command": "cat ~/ready.txt",
+                                                  "shell": True},
+                "expected": {"type": "rule", "rules": {"expected": "ready\n"}}}
+    _task_file(tasks, "err-frozen", ready, is_ready)
+    _task_file(tasks, "err-eval-raises", ready, {**is_ready, "expected": {"type": "rule", "rules": {"wrong_key": 1}}})
+    _task_file(tasks, "err-unsupported-getter", ready, {**is_ready, "result": {"type": "active_tab_info"}})
+    gone = f"http://127.0.0.1:{free_port()}/notes.txt"  # nothing listens there
+    _task_file(tasks, "err-download", [{"type": "download", "parameters": {
+        "files": [{"url": gone, "path": "~/Desktop/notes.txt"}]}}], is_ready)
+    answers = tmp_path / "answers.json"  # err-frozen waits long enough to be frozen mid-episode, then is done
+    answers.write_text(json.dumps({"err-frozen": ["```python\ntime.sleep(2)\n```"] * 5 + ["```DONE```"],
+                                   "err-eval-raises": ["```DONE```"], "err-download": ["```DONE```"]}))
+    cfg = tmp_path / "errors.yaml"
+    cfg.write_text(f"""
+run: {{name: errors, results_dir: {tmp_path}/results}}
+tasks: {{kind: osworld, osworld: {{task_list: {tasks}}}}}
+env: {{kind: osworld, url: local, retries: 1, local: {{max_envs: 2}}, osworld: {{pause_s: 0.3}}}}
+model: {{provider: script, script: {answers}}}
+agent: {{kind: osworld}}
+runner: {{num_envs: 2, max_steps: 8, step_timeout_s: 10, episode_timeout_s: 120, max_attempts: 2}}
+""")
+    out, err = (open(tmp_path / name, "w") for name in ("stdout", "stderr"))  # noqa: SIM115 - closed below
+    p = start_cua("rollout", str(cfg), cwd=ROOT, stdout=out, stderr=err)
+    try:
+        leases = lambda: [json.loads(x) for f in (tmp_path / "results").glob("errors-*/leases.jsonl")  # noqa: E731
+                          for x in f.read_text().splitlines()]
+        held = lambda: [r for r in leases() if r["state"] == "held" and r["task_id"] == "err-frozen"]  # noqa: E731
+        wait_for(held, timeout=120, what="err-frozen's first desktop is held")
+        assert _freeze(held()[0]["api"]) > 0
+        finish(p, 600)
+    finally:
+        kill_group(p)
+        out.close()
+        err.close()
+    assert p.returncode == 0, (tmp_path / "stderr").read_text()[-3000:]
+    run = next((tmp_path / "results").glob("errors-*"))
+    lines = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
+    by_task = {t: sorted((r for r in lines if r["task_id"] == t), key=lambda r: r["attempt"])
+               for t in {r["task_id"] for r in lines}}
+    summary = {t: [(r["outcome"], r["stop_reason"]) for r in rs] for t, rs in by_task.items()}
+    assert summary == {
+        "err-frozen": [("error", "env_error"), ("success", "finished")],  # a fresh desktop the second time
+        "err-eval-raises": [("error", "eval_error")] * 2,
+        "err-download": [("error", "env_error")] * 2,
+    }, summary
+    assert "KeyError" in by_task["err-eval-raises"][0]["error"] and gone in by_task["err-download"][0]["error"]
+    assert all(r["score"] is None for r in lines if r["outcome"] == "error")  # never a 0 for the agent
+
+    # The unsupported task: refused at the start, never scheduled or scored, and counted apart.
+    unsupported = [json.loads(x) for x in (run / "unsupported.jsonl").read_text().splitlines()]
+    assert unsupported == [{"task_id": "err-unsupported-getter", "domain": "os",
+                            "missing": ["getter 'active_tab_info'"]}]
+    assert "err-unsupported-getter" not in (run / "scheduled.jsonl").read_text()
+    stats = run_cua("stats", str(run), "--format", "json")
+    assert stats.returncode == 0, stats.stderr
+    (figures,) = json.loads(stats.stdout)["runs"]
+    assert (figures["unsupported"], figures["scheduled"], figures["errors"]) == (1, 3, 2), figures
+    assert figures["errors_by_stop_reason"] == {"env_error": 1, "eval_error": 1}
+    assert figures["success_rate_finished"] == 1.0  # the one pair the agent played to the end: no failure
+
+    # Nothing left claimed or held: the frozen desktop was torn down like the others.
+    assert os.listdir(run / "queue" / "claimed") == [] and len(os.listdir(run / "queue" / "failed")) == 2
+    states = {}
+    for r in leases():
+        states[r["lease"]] = r["state"]
+    assert len(states) == 6 and set(states.values()) == {"released"}, states  # two attempts of three pairs
+    assert "no env is held" in run_cua("envs", "list", str(run)).stdout
+    wait_for(lambda: _xvfbs() <= before, timeout=60, what="every desktop of the run is gone")

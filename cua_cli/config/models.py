@@ -208,7 +208,16 @@ class AgentConfig(Section):
     coord_mode: Literal["qwen25vl", "qwen2vl"] = Field(
         "qwen25vl", description="qwen25vl: coordinates are pixels of the smart_resize'd image; qwen2vl: 0-1000.")
     history_images: between(int, 0, 100, above=True) = Field(
-        5, description="Screenshots in the prompt, the current one included.")
+        5, description="Screenshots in the prompt, the current one included (agent.kind osworld: observations, "
+                       "accessibility trees too).")
+    observation: Literal["screenshot", "a11y_tree", "screenshot_a11y_tree"] = Field(
+        "screenshot", description="agent.kind osworld: what the model gets each step, as OSWorld's observation_type: "
+                                  "the screenshot, the desktop's accessibility tree as a table (env.kind osworld then "
+                                  "also fetches /accessibility), or both. OSWorld's som is not offered.")
+    a11y_tree_max_tokens: between(int, 0, 1_000_000, above=True) = Field(
+        10_000, description="agent.observation with a11y_tree: the table is cut after this many tokens, counted as "
+                            "GPT-4's tokenizer splits text before merging (words, numbers of up to 3 digits, "
+                            "punctuation runs), as OSWorld cuts it at 10,000.")
     language: Name = Field("English", description="The language of the Thought.")
     parse_retries: Retries = Field(2, description="Ask the model again this often when an answer does not parse.")
     history_chars: between(int, 1000, 10_000_000) = Field(
@@ -274,8 +283,9 @@ class Config(Section):
     Checks across keys: the openai provider needs model.endpoints or model.fleet; model.reload_from mysql needs
     storage.mysql.url_env and a fleet; runner.backend ray needs an env.url other than local; the replay provider
     needs model.replay_run. `cua rollout` also needs an agent.kind that plays env.kind's envs (screenshots or
-    text), --watch for tasks.adaptive.rounds, env.agentgym.env webarena and env.local.agentgym_tasks for an
-    AgentGym env on env.url local, and a fleet file that lists a healthy server."""
+    text), agent.kind and env.kind osworld for an agent.observation other than screenshot, --watch for
+    tasks.adaptive.rounds, env.agentgym.env webarena and env.local.agentgym_tasks for an AgentGym env on
+    env.url local, and a fleet file that lists a healthy server."""
     model_config = ConfigDict(title="cua rollout config")
 
     run: RunConfig = Field(default_factory=RunConfig, description="The run and where its folder goes.")

@@ -25,11 +25,15 @@ def for_rollout(cfg: Config, watch: bool) -> None:
 
 
 def _check_pairing(cfg: Config) -> None:
-    """The agent must play the kind of env it is given: screenshots and GUI actions, or text."""
+    """The agent must play the kind of env it is given: screenshots and GUI actions, or text; only
+    OSWorld's agent reads a desktop's accessibility tree."""
     env, agent = ENV_MODALITIES[cfg.env.kind], AGENT_MODALITIES[cfg.agent.kind]
     if env != agent:
         raise ConfigError(f"{cfg.source}: agent.kind: {cfg.agent.kind} plays {agent} envs, "
                           f"but env.kind {cfg.env.kind} is a {env} env")
+    if cfg.agent.observation != "screenshot" and (cfg.agent.kind, cfg.env.kind) != ("osworld", "osworld"):
+        raise ConfigError(f"{cfg.source}: agent.observation: {cfg.agent.observation} is a desktop's accessibility "
+                          "tree: it needs agent.kind osworld on env.kind osworld")
 
 
 def _check_local_agentgym(cfg: Config) -> None:

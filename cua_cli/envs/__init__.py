@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class Observation:
-    """What the agent sees at a step: a screenshot (the bytes as the env sent them) and/or text."""
+    """What the agent sees at a step: a screenshot (the bytes as the env sent them) and/or text, and
+    the desktop's accessibility tree when the agent reads one (`agent.observation`)."""
     screenshot: bytes | None = None
     width: int | None = None        # of the screenshot, read from its header
     height: int | None = None
     text: str | None = None
     file: str | None = None         # the screenshot's file in the trajectory folder, once written
+    a11y_tree: str | None = None    # AT-SPI's tree as XML, as the desktop sent it
+    a11y_file: str | None = None    # its file in the trajectory folder, once written
 
 
 @dataclass

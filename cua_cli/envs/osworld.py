@@ -4,7 +4,8 @@ Desktops come through DART's allocation protocol (osworld/allocation.py) from th
 rollout was given: DART's own, remote `cua env-server --backend desktop` hosts, the local one
 (`env.url: local`), or the allocator a rollout runs over a fixed list of desktops. Each
 desktop allocated is written to the run's leases.jsonl before it is used. The episode then
-runs as OSWorld's DesktopEnv runs it: the task's `config` steps, pyautogui code through
+runs as OSWorld's DesktopEnv runs it: the task's `config` steps, a screenshot each step (and
+the accessibility tree when the agent reads it, `agent.observation`), pyautogui code through
 `/execute` with OSWorld's prefix, WAIT/DONE/FAIL, and the evaluator on the client.
 """
 
@@ -17,6 +18,7 @@ from .._util.budget import Budget
 from .._util.png import png_size
 from ..actions import Action, to_command
 from ..errors import BadTask, EnvError, EvalError, InfraError
+from ..osworld.a11y_tree import parse
 from ..osworld.allocation import Allocation, Allocator
 from ..osworld.desktop_api import ApiSettings, DesktopAPI
 from ..osworld.evaluator import evaluate
@@ -38,8 +40,9 @@ class _NoLeases:
 
 class OSWorldEnv:
     def __init__(self, allocator: Allocator, settings: ApiSettings, pause_s: float, settle_s: float,
-                 cache_dir: Path | None, files_dir: Path | None):
+                 cache_dir: Path | None, files_dir: Path | None, a11y_tree: bool = False):
         self.allocator = allocator
+        self.a11y_tree = a11y_tree  # the agent reads the accessibility tree: fetch it with each screenshot
         self.settings = settings
         self.pause_s, self.settle_s = pause_s, settle_s
         self.cache_dir = cache_dir or Path(tempfile.mkdtemp(prefix="cua-osworld-cache-"))
@@ -53,7 +56,7 @@ class OSWorldEnv:
         allocator = Allocator(servers, secrets.get("env"), wait_s=e.allocate_wait_s)
         return cls(allocator, ApiSettings("", e.timeout_s, retries=e.retries), o.pause_s, o.settle_s,
                    cfg.resolve_path(o.cache_dir) if o.cache_dir else None,
-                   cfg.resolve_path(o.files_dir) if o.files_dir else None)
+                   cfg.resolve_path(o.files_dir) if o.files_dir else None, cfg.agent.observation != "screenshot")
 
     def allocate(self, task: Task, budget: Budget, leases: Leases = _NoLeases()) -> "OSWorldSession":
         """A fresh desktop with the task's setup steps run; released again if they fail."""
@@ -88,7 +91,17 @@ class OSWorldSession:
         size = png_size(png)
         if size is None:
             raise EnvError("screenshot: not a PNG image")
-        return Observation(png, *size)
+        obs = Observation(png, *size)
+        if self.env.a11y_tree:  # as OSWorld's DesktopEnv with require_a11y_tree: the screenshot is still taken
+            tree = self.api.accessibility(budget)
+            if not isinstance(tree, str):
+                raise EnvError(f"accessibility tree: the desktop sent {type(tree).__name__}, not XML")
+            try:
+                parse(tree)
+            except ValueError as e:
+                raise EnvError(f"accessibility tree: {e}") from None
+            obs.a11y_tree = tree
+        return obs
 
     def act(self, actions: list, budget: Budget, sent: list) -> StepResult:
         """Each action as OSWorld's DesktopEnv.step takes it: code through /execute, WAIT a pause."""

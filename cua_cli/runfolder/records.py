@@ -148,6 +148,8 @@ def step_line(step: int, time: float, observation) -> dict:
             "timings": {"env_s": 0.0, "model_s": 0.0, "act_s": 0.0}}
     if observation.text is not None:
         line["observation"] = observation.text
+    if observation.a11y_file is not None:
+        line["a11y_tree"] = observation.a11y_file
     return line
 
 

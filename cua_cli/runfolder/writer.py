@@ -74,8 +74,12 @@ def screenshot_name(step: int) -> str:
     return f"step_{step:04d}.png"
 
 
+def a11y_tree_name(step: int) -> str:
+    return f"step_{step:04d}_a11y.xml"
+
+
 class TrajWriter:
-    """Writes one attempt's steps: traj.jsonl plus the screenshots as received.
+    """Writes one attempt's steps: traj.jsonl plus the screenshots (and accessibility trees) as received.
 
     The folder appears with the first step: an attempt that never got an env leaves none.
     The envs it allocates go to the run's leases.jsonl (leases.py).
@@ -96,10 +100,15 @@ class TrajWriter:
         return self.dir
 
     def screenshot(self, step: int, png: bytes) -> str:
-        name = screenshot_name(step)
+        return self._file(screenshot_name(step), png)  # the bytes the env sent: no re-encoding
+
+    def a11y_tree(self, step: int, xml: str) -> str:
+        return self._file(a11y_tree_name(step), xml.encode())  # the env checked it parses: valid UTF-8
+
+    def _file(self, name: str, data: bytes) -> str:
         fd = os.open(self._folder() / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, png)  # the bytes the env sent: no re-encoding
+            os.write(fd, data)
         finally:
             os.close(fd)
         return name
