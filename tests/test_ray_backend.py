@@ -288,3 +288,43 @@ def test_sigterm_while_ray_starts_ends_the_run_cleanly_and_resume_finishes_it(tm
     assert r.returncode == 0, r.stderr
     final = {(e["task_id"], e["sample"]): e for e in read_lines(run / "episodes.jsonl")}
     assert len(final) == 4 and all(e["outcome"] in ("success", "failure") for e in final.values())
+
+
+def test_accessibility_trees_stream_from_the_actors_into_the_run_folder(tmp_path, ray_cluster):
+    """agent.observation screenshot_a11y_tree on Ray: each step's tree travels from its actor with its
+    screenshot (in pieces of their own) and lands in the run folder beside it, named by its line."""
+    c, _ = ray_cluster
+    data = Path(__file__).parent / "data" / "osworld"
+    token = "ray-desktops-token"
+    server = start_cua("env-server", "--backend", "desktop", "--port", "0", "--max-envs", "2",
+                       env={"CUA_ENV_TOKEN": token})
+    try:
+        url = server.stdout.readline().split()[-1]  # "cua env-server (desktops) listening on URL"
+        cfg = tmp_path / "trees.yaml"
+        cfg.write_text(f"""
+run: {{name: trees, results_dir: {tmp_path}/results}}
+tasks: {{kind: osworld, osworld: {{task_list: {data}/evaluation_examples/test_all.json,
+                                  ids: [cua-os-move-notes, cua-os-terminal-product]}}}}
+env: {{kind: osworld, url: "{url}", token_env: CUA_RAY_DESKTOPS_TOKEN,
+      osworld: {{pause_s: 0.3, files_dir: {data}/cache}}}}
+model: {{provider: script, script: {data}/oracle.json}}
+agent: {{kind: osworld, observation: screenshot_a11y_tree}}
+runner: {{num_envs: 2, max_steps: 3, backend: ray, ray: {{address: "{c.address}", actors: 2}}}}
+""")
+        r = run_cua("rollout", str(cfg), env={"CUA_RAY_DESKTOPS_TOKEN": token}, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+    finally:
+        kill_group(server, signal.SIGTERM)
+        server.wait(60)
+    (run,) = (tmp_path / "results").iterdir()
+    lines = read_lines(run / "episodes.jsonl")
+    assert {e["task_id"]: e["outcome"] for e in lines} == {"cua-os-move-notes": "success",
+                                                           "cua-os-terminal-product": "success"}
+    for e in lines:
+        steps = read_lines(run / e["traj"] / "traj.jsonl")
+        assert len(steps) == e["steps"] == 2
+        for s in steps:
+            tree = (run / e["traj"] / s["a11y_tree"]).read_text()
+            assert s["a11y_tree"] == s["screenshot"].replace(".png", "_a11y.xml") and tree.startswith("<desktop-frame")
+        if e["task_id"] == "cua-os-terminal-product":  # the terminal the task opened, read through AT-SPI
+            assert "gnome-terminal-server" in (run / e["traj"] / steps[0]["a11y_tree"]).read_text()
