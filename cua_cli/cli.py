@@ -455,7 +455,10 @@ FORMATS = click.Choice(["table", "json", "csv", "markdown"])
 @click.option("--by", type=click.Choice(["domain", "task"]), help="Add a breakdown by domain or by task.")
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False, exists=True),
               help="OSWorld task list (test_all.json): tasks with no result folder count as missing.")
-def stats(runs, fmt, by, tasks_file):
+@click.option("--exclude-broken", "report", type=click.Path(dir_okay=False, exists=True), metavar="REPORT",
+              help="Leave out the tasks this `cua check-tasks` report does not call ok, and say how many "
+                   "(default: nothing is left out).")
+def stats(runs, fmt, by, tasks_file, report):
     """Success rates, intervals, pass@k and errors of one or more runs.
 
     Reads cua run folders, OSWorld result folders and DART rollout folders.
@@ -466,12 +469,30 @@ def stats(runs, fmt, by, tasks_file):
       cua stats results/*
       cua stats results/exp-* --by domain --format markdown
       cua stats osworld_results/pyautogui/screenshot/ui-tars --tasks evaluation_examples/test_all.json
+      cua stats results/exp-* --exclude-broken results/exp-check-20261121-0900/report.jsonl
     """
     from .stats.figures import across, run_figures
     from .stats.output import render_stats
 
     data = _read_runs(runs, tasks_file)
-    click.echo(render_stats(across([run_figures(d, by) for d in data]), fmt, by))
+    left_out = _leave_out_broken(data, report) if report else []
+    figures = [run_figures(d, by) for d in data]
+    for f, (pairs, tasks) in zip(figures, left_out):
+        f["broken_pairs_left_out"], f["broken_tasks_left_out"] = pairs, tasks
+    click.echo(render_stats(across(figures), fmt, by))
+    if left_out and fmt in ("table", "markdown"):
+        for f in figures:
+            pairs, tasks = f["broken_pairs_left_out"], f["broken_tasks_left_out"]
+            click.echo(f"{f['run']}: left out {pairs} pair{'s' * (pairs != 1)} of {tasks} task{'s' * (tasks != 1)} "
+                       f"that {report} does not call ok")
+
+
+def _leave_out_broken(runs, report) -> list[tuple[int, int]]:
+    """(pairs, tasks) left out of each run: those of the tasks a check-tasks report does not call ok."""
+    from .stats.task_checks import broken, leave_out, read_report
+
+    tasks = broken(read_report(report))
+    return [leave_out(d, tasks) for d in runs]
 
 
 @main.command()
@@ -601,3 +622,66 @@ def check_logprobs(run, model_dir, tolerance, max_steps, dtype, device):
         if report.max_abs_diff == float("inf"):
             raise CuaError("logprobs differ: some calls could not be compared (see the table's problem column)")
         raise CuaError(f"logprobs differ by up to {report.max_abs_diff:.3g} (tolerance {tolerance:g})")
+
+
+@main.command("check-tasks")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--oracle", type=click.Path(dir_okay=False), metavar="FILE",
+              help='The oracle\'s answers, a JSON file {"task_id": [answer, ...]}  [default: the config\'s '
+                   "model.script]")
+@click.option("--repeat", type=click.IntRange(min=1, max=1000), default=2, show_default=True,
+              help="Play each task this often with each answer: its score must not change.")
+@click.option("--resume", type=click.Path(file_okay=False, exists=True), metavar="CHECK_DIR",
+              help="Continue this check folder; finished episodes are not played again.")
+@click.option("--report", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the verdicts here (JSONL)  [default: CHECK_DIR/report.jsonl]")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a config key, e.g. --set runner.num_envs=8 (repeatable).")
+def check_tasks(config, oracle, repeat, resume, report, overrides):
+    """Self-test the tasks of CONFIG: can each be solved, and does its evaluator tell?
+
+    Plays every task with its oracle's answers (it must succeed) and with an
+    answer that does nothing (it must not), --repeat times each (its score must
+    not change), as two rollouts with the script provider on CONFIG's env and
+    pool, in a check folder next to the config's runs. Each task ends as ok,
+    oracle_fails, noop_passes, flaky, setup_error or eval_error (unsupported:
+    cua cannot play it); an infeasible task's no-op is not judged. Exits 1 when
+    any task is not ok.
+
+    \b
+    Examples:
+      cua check-tasks configs/osworld-oracle.yaml
+      cua check-tasks configs/exp.yaml --oracle answers.json --repeat 3
+      cua check-tasks configs/exp.yaml --resume results/exp-check-20261121-0900
+      cua stats results/exp-* --exclude-broken results/exp-check-20261121-0900/report.jsonl
+    """
+    from ._util.signals import StopFlags
+    from .rollout.check_tasks import check_tasks as run_check
+
+    flags = StopFlags()
+    flags.install()
+    out = run_check(config, overrides, oracle, repeat, flags, resume, report)
+    if out.interrupted:
+        click.echo(f"interrupted: continue with  cua check-tasks {config} --resume {out.folder}")
+        sys.exit(out.exit_status)
+    order = ["oracle_fails", "noop_passes", "flaky", "setup_error", "eval_error", "unsupported", "ok"]
+    rows = [{"task": line["task_id"], "domain": line["domain"] or "-", "verdict": line["status"],
+             "oracle": _scores(line["oracle"]), "no-op": _scores(line["noop"]), "why": line["why"] or "-"}
+            for line in sorted(out.lines, key=lambda x: (order.index(x["status"]), x["task_id"]))]
+    table = tabulate(rows, headers="keys", tablefmt="simple_outline", disable_numparse=True,
+                     maxcolwidths=[None, None, None, None, None, 80])
+    counts = ", ".join(f"{sum(x['status'] == s for x in out.lines)} {s}" for s in order
+                       if any(x["status"] == s for x in out.lines))
+    # Task ids from undecodable names hold lone surrogates: shown as \\udXXX, which any terminal prints.
+    click.echo(f"{table}\n{len(out.lines)} tasks: {counts}; report: {out.report}".encode(
+        "utf-8", "backslashreplace").decode())
+    if out.not_ok:
+        raise CuaError(f"{len(out.not_ok)} of {len(out.lines)} tasks are not ok: "
+                       f"{', '.join(x['task_id'] for x in out.not_ok[:5])}{', ...' if len(out.not_ok) > 5 else ''}")
+
+
+def _scores(group: dict | None) -> str:
+    """A check's scores of one answer, by sample: `1 1`, `0.62 0.6`, `-` for an error."""
+    if group is None:
+        return "-"
+    return " ".join("-" if s is None else f"{s:.3g}" for s in group["scores"])
