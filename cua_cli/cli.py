@@ -561,16 +561,18 @@ def view(runs, out):
 
 @main.command()
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="File to write.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "sft"]), default="jsonl", show_default=True,
-              help="jsonl / parquet: one row per model call; sft: successful trajectories as chat messages.")
+@click.option("--out", required=True, type=click.Path(), help="File to write (--format atif: a new folder).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "sft", "atif"]), default="jsonl",
+              show_default=True, help="jsonl / parquet: one row per model call; sft: successful trajectories as chat "
+                                      "messages; atif: one Harbor ATIF trajectory file per attempt, images beside it.")
 @click.option("--group-by", type=click.Choice(["task", "run-task"]), default="task", show_default=True,
               help="What a GRPO group is: the task (across runs), or the task within each run.")
 @click.option("--all-attempts", is_flag=True, help="Also the attempts that ended in an error and were retried.")
 @click.option("--outcomes", metavar="LIST", help="Keep these outcomes only, e.g. success,failure.")
 @click.option("--min-steps", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep trajectories of at least this many steps.")
-@click.option("--policy-versions", metavar="RANGES", help="Keep model calls of these policy versions, e.g. 3-5,7.")
+@click.option("--policy-versions", metavar="RANGES",
+              help="Keep model calls of these policy versions, e.g. 3-5,7 (not with atif).")
 @click.option("--mixed-groups", is_flag=True, help="Keep groups that hold both a success and a failure only.")
 @click.option("--failed-tries", is_flag=True, help="Also a row for each answer the agent asked again after.")
 def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries):
@@ -580,12 +582,15 @@ def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_v
     logprobs, the policy version, the group and its score statistics, and the
     rewards; every field is in docs/reference/export-schema.md. Several runs are merged (a run
     given twice counts once), and a run still going exports what is finished.
+    --format atif writes Harbor's trajectory format instead: a folder with one
+    trajectory.json per attempt and its images.
 
     \b
     Examples:
       cua export results/exp-20261121-0900 --format parquet --out data/step-rows.parquet
       cua export results/exp-* --format jsonl --out rows.jsonl --mixed-groups --outcomes success,failure
       cua export results/exp-20261121-0900 --format sft --out sft.jsonl
+      cua export results/exp-20261121-0900 --format atif --out atif/
     """
     from .export import ExportOptions, export_runs
 

@@ -7,6 +7,7 @@ MODEL_CASES, naming a factory that builds it; the registry checks below fail
 until it does.
 """
 
+import hashlib
 import io
 import json
 import math
@@ -30,9 +31,11 @@ from cua_cli.envs import Evaluation, Observation, StepResult, make_env
 from cua_cli.errors import BadTask, EnvError, EpisodeTimeout, ModelError, Stopped
 from cua_cli.kinds import AGENTS, ENVS, PROVIDERS
 from cua_cli.models import AnswerFormat, Image, Params, Reply, make_model
+from cua_cli.models.image_processor import UNKNOWN
 from cua_cli.osworld.a11y_tree import parse as parse_tree
 from cua_cli.osworld.a11y_tree import table as tree_table
 from cua_cli.rollout.envserver_process import LocalEnvServer
+from cua_cli.runfolder.records import turn_fields
 from cua_cli.tasks import Task
 
 
@@ -303,6 +306,18 @@ def test_agent_acts_on_a_good_answer(agent_case):
         assert any(tree_table(obs.a11y_tree) in _text(p) for p in last)
 
 
+def test_a_step_records_the_images_its_model_was_sent(agent_case):
+    """The run folder's `images`: each image of the prompt, in order, with the sha256 of its bytes."""
+    turn, model = _ask(agent_case, agent_case.bad, agent_case.good)
+    sent = [p for m in model.asked[-1][0] for p in _parts(m) if isinstance(p, Image)]
+    fields = turn_fields(turn)
+    if not sent:  # text agents
+        assert "images" not in fields
+        return
+    assert fields["images"] == [{"file": p.file, "sha256": hashlib.sha256(p.png).hexdigest()} for p in sent]
+    assert [p for m in model.asked[0][0] for p in _parts(m) if isinstance(p, Image)] == sent, "every try the same"
+
+
 def test_agent_asks_again_after_a_bad_answer_up_to_its_limit(agent_case):
     n = agent_case.retries + 1
     turn, model = _ask(agent_case, *[agent_case.bad] * n)
@@ -442,6 +457,10 @@ def test_model_answers_what_the_agent_asked_for(model_case):
             assert isinstance(reply, Reply) and isinstance(reply.text, str)
             assert reply.endpoint is None or isinstance(reply.endpoint, str)
             assert parse_response(reply.text, 160, 210).actions  # the grammar, the format or the recording held
+            # What resized the prompt's images: the server's processor, as far as the provider knows it (its
+            # numbers null when unknown); a provider that asks no model has none to say.
+            processor = reply.image_processor
+            assert processor is None or set(processor) == set(UNKNOWN) and processor["resized_by"] == "server"
             if reply.token_ids is not None:  # the trainer's view: one logprob per sampled token
                 assert len(reply.token_ids) == len(reply.logprobs) > 0
                 assert all(isinstance(t, int) for t in reply.token_ids) and all(lp <= 0 for lp in reply.logprobs)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .._util.registry import load
 from ..kinds import AGENTS
+from ..models import shown_images
 
 if TYPE_CHECKING:
     from .._util.budget import Budget
@@ -45,6 +46,10 @@ class Turn:
     model_s: float = 0.0                # time spent waiting for them
     _failure: dict | None = None
 
+    def images(self) -> list[dict]:
+        """The prompt's images in order, each `{"file", "sha256"}` of the bytes the model was sent."""
+        return shown_images(self.prompt) if self.prompt else []
+
     def answered(self, reply: Reply) -> None:
         """A new answer: the one before it failed, so it moves to failed_tries."""
         if self._failure is not None:
@@ -56,7 +61,7 @@ class Turn:
         """The latest answer failed; the step ends with `stop` unless another answer comes."""
         self.error, self.stop = error, stop
         # A retry may reach another server, even another policy: each try says which answered it.
-        source = {k: getattr(self.reply, k) for k in ("model_version", "policy_version")
+        source = {k: getattr(self.reply, k) for k in ("model_version", "policy_version", "image_processor")
                   if getattr(self.reply, k) is not None}
         self._failure = {"response": self.reply.text, **self.reply.token_fields(), **source, "error": error, **extra}
 

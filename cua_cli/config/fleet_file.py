@@ -39,23 +39,32 @@ def read_fleet(path: Path) -> dict:
 
 
 class FleetVersions:
-    """Each endpoint's (model version, policy version), from a fleet file read afresh whenever it changes."""
+    """Each endpoint's (model version, policy version) and fleet file entry, from a fleet file read afresh
+    whenever it changes."""
 
     def __init__(self, path):
         self.path = path
-        self._seen: tuple[float, dict] = (-1.0, {})
+        self._seen: tuple[float, dict, dict] = (-1.0, {}, {})
 
     def table(self) -> dict[str, tuple[str | None, int | None]]:
+        return self._read()[1]
+
+    def entries(self) -> dict[str, dict]:
+        """Each endpoint's server entry, as the fleet file lists it."""
+        return self._read()[2]
+
+    def _read(self) -> tuple[float, dict, dict]:
         try:
             mtime = os.stat(self.path).st_mtime
             if mtime != self._seen[0]:
                 servers = read_fleet(self.path)["servers"]
                 self._seen = (mtime, {api_base(s["url"]): (s.get("model_version") or s.get("model"),
                                                            _policy(s.get("policy_version")))
-                                      for s in servers})
+                                      for s in servers},
+                              {api_base(s["url"]): s for s in servers})
         except (OSError, FleetFileError):
             pass  # mid-rewrite or gone: keep the versions last read
-        return self._seen[1]
+        return self._seen
 
 
 def _policy(v) -> int | None:

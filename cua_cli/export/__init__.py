@@ -1,10 +1,12 @@
-"""`cua export`: run folders -> step-wise rows an RL trainer reads (docs/guides/training-data.md).
+"""`cua export`: run folders -> step-wise rows an RL trainer reads, or ATIF trajectories
+(docs/guides/training-data.md).
 
     runs.py      the runs, each once, and the attempts to export
     groups.py    GRPO groups and their score statistics
     rows.py      one row per model call, from traj.jsonl
     images.py    the prompts' image files: path, sha256, size
-    writers.py   jsonl, parquet, sft; written atomically
+    atif.py      one Harbor ATIF trajectory per attempt, its images copied next to it
+    writers.py   jsonl, parquet, sft, atif; written atomically
 """
 
 import os
@@ -64,16 +66,21 @@ class ExportOptions:
 
 
 def export_runs(paths: list[Path], out: Path, fmt: str, options: ExportOptions) -> dict:
-    """Export the runs at `paths` to `out` in format `fmt` (jsonl, parquet or sft); a summary."""
+    """Export the runs at `paths` to `out` in format `fmt` (jsonl, parquet, sft or atif); a summary."""
     t0 = time.monotonic()
     if fmt not in WRITERS:
         raise InputError(f"--format: {fmt!r} is not one of {', '.join(WRITERS)}")
+    if fmt == "atif" and options.version_ranges is not None:
+        raise InputError("--policy-versions: not with --format atif, which writes each trajectory whole")
     runs = open_runs(paths)
     out_real = os.path.realpath(out)
     for run in runs:
         if out_real == run.real or out_real.startswith(os.path.join(run.real, "")):
             raise InputError(f"--out {out}: inside the run folder {run.path}; export never writes into a run")
-    if os.path.isdir(out_real):
+    if fmt == "atif":
+        if os.path.lexists(out) and not (os.path.isdir(out) and not os.path.islink(out) and not os.listdir(out)):
+            raise InputError(f"--out {out}: exists and is not an empty folder; give a new folder")
+    elif os.path.isdir(out_real):
         raise InputError(f"--out {out}: is a folder; give a file name")
 
     scores = defaultdict(list)
@@ -98,12 +105,15 @@ def export_runs(paths: list[Path], out: Path, fmt: str, options: ExportOptions) 
     with output(out, fmt) as writer:
         for run, line, rec, g, group in tqdm(chosen, unit="traj", file=sys.stderr, disable=not sys.stderr.isatty(),
                                              dynamic_ncols=True, desc="export"):
-            rows, steps = trajectory_rows(run, line, rec, g, group, options.failed_tries and fmt != "sft")
-            if steps < options.min_steps:
+            rows, steps, found = trajectory_rows(run, line, rec, g, group, options.failed_tries and fmt != "sft")
+            if len(steps) < options.min_steps:
                 skipped += 1
                 continue
             exported += 1
             kept_groups.add(g)
+            if fmt == "atif":
+                written += writer.add_attempt(run, rec, g, group, found, steps, rows)
+                continue
             if fmt == "sft":  # the conversation is the last step's call
                 rows = [r for r in rows if r["is_last_step"]]
                 if not rows:
@@ -113,8 +123,8 @@ def export_runs(paths: list[Path], out: Path, fmt: str, options: ExportOptions) 
             if keep:
                 written += writer.add(keep)
 
-    summary = {"runs": len(runs), "trajectories": exported,
-               "lines written" if fmt == "sft" else "rows written": written, "groups": len(kept_groups),
+    written_label = {"sft": "lines written", "atif": "files written"}.get(fmt, "rows written")
+    summary = {"runs": len(runs), "trajectories": exported, written_label: written, "groups": len(kept_groups),
                "trajectories skipped by filters": skipped}
     if options.version_ranges is not None:
         summary["rows skipped by --policy-versions"] = dropped

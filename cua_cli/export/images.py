@@ -32,6 +32,11 @@ class TrajImages:
             e = self._entries[name] = self._read(name, where)
         return e
 
+    def differs(self, name: str, sha256: str) -> bool:
+        """Whether the file `name`, if it has been read, has another sha256 than `sha256`."""
+        e = self._entries.get(name)
+        return e is not None and e["sha256"] is not None and e["sha256"] != sha256
+
     def _read(self, name: str, where: str) -> dict:
         e = {"path": posixpath.normpath(posixpath.join(self.traj_rel, name)),
              "sha256": None, "width": None, "height": None}

@@ -10,7 +10,7 @@ import math
 import os
 
 from .._util.diag import warn, warn_problems
-from ..runfolder.reader import read_steps
+from ..runfolder.reader import read_steps, show_path
 from ..runfolder.records import is_index
 from .groups import Group
 from .images import TrajImages
@@ -38,6 +38,30 @@ def _sampling(v) -> bool:
                                    for x in v.values())
 
 
+def plain(v, depth: int = 3) -> bool:
+    """JSON a writer can copy as it is: strings, booleans, null, finite numbers, and lists and
+    objects (string keys) of them, nested at most `depth` deep."""
+    if type(v) in _SCALARS:
+        return type(v) is not float or math.isfinite(v)
+    if depth == 0:
+        return False
+    if type(v) is list:
+        return all(plain(x, depth - 1) for x in v)
+    return type(v) is dict and all(type(k) is str and plain(x, depth - 1) for k, x in v.items())
+
+
+def _object(v) -> bool:
+    return type(v) is dict and plain(v)
+
+
+def _sent(v) -> dict:
+    """The step's `images` as {file: sha256}; {} when absent or not a list of such objects."""
+    if type(v) is not list:
+        return {}
+    return {i["file"]: i["sha256"] for i in v
+            if type(i) is dict and type(i.get("file")) is str and type(i.get("sha256")) is str}
+
+
 class _Checked:
     """Reads the fields of one step line (or one of its failed tries), noting each bad one."""
 
@@ -59,8 +83,8 @@ class _Checked:
     def answer(self, versions: tuple) -> dict | None:
         """The fields of one model call; None when there was none (no response, no tokens).
 
-        `versions`: the step's (model_version, policy_version), which a failed try
-        recording none of its own was asked under.
+        `versions`: the step's (model_version, policy_version, image_processor), which a
+        failed try recording none of its own was asked under.
         """
         text = self.get("response", _text, "a string")
         ids = self.get("response_token_ids", _ids, "a list of token ids", old="token_ids")
@@ -75,11 +99,12 @@ class _Checked:
             logprobs = [float(x) for x in logprobs]  # `0` is a logprob too; every format then reads floats
         if self.label:  # a failed try: its own versions when it recorded them
             versions = (self.get("model_version", _text, "a string", versions[0]),
-                        self.get("policy_version", is_index, "an integer >= 0", versions[1]))
+                        self.get("policy_version", is_index, "an integer >= 0", versions[1]),
+                        self.get("image_processor", _object, "an object", versions[2]))
         return {"prompt_token_ids": self.get("prompt_token_ids", _ids, "a list of token ids"),
                 "response_token_ids": ids, "response_logprobs": logprobs, "response_text": text,
                 "error": self.get("error", _text, "a string"),
-                "model_version": versions[0], "policy_version": versions[1],
+                "model_version": versions[0], "policy_version": versions[1], "image_processor": versions[2],
                 "finish_reason": self.get("finish_reason", _text, "a string")}
 
 
@@ -118,19 +143,20 @@ def _file_name(v) -> bool:
 
 
 def trajectory_rows(run: Run, line: int, rec: dict, gid: str, group: Group,
-                    failed_tries: bool) -> tuple[list[dict], int]:
-    """The rows of the attempt of episode record `rec` (episodes.jsonl line `line`), and its
-    number of steps. Rows come in the order the model was asked: a step's failed tries
-    (with `failed_tries`), then its own answer."""
+                    failed_tries: bool) -> tuple[list[dict], list, tuple[str, str] | None]:
+    """The rows of the attempt of episode record `rec` (episodes.jsonl line `line`), its step
+    lines as (line number, object), and its trajectory folder (relative to the run, real path).
+    Rows come in the order the model was asked: a step's failed tries (with `failed_tries`),
+    then its own answer."""
     found = run.traj_dir(rec, f"{run.path}/episodes.jsonl:{line}")
     if found is None:
-        return [], 0
+        return [], [], None
     traj_rel, traj_real = found
     shown = f"{run.path}/{traj_rel}/traj.jsonl"
     if not os.path.lexists(os.path.join(traj_real, "traj.jsonl")):
         if rec["outcome"] != "error":  # an error may well come before the first step
             warn(f"{shown}: missing; the attempt has no rows")
-        return [], 0
+        return [], [], found
     steps, problems, _ = read_steps(traj_real)
 
     error = rec["outcome"] == "error"
@@ -149,9 +175,14 @@ def trajectory_rows(run: Run, line: int, rec: dict, gid: str, group: Group,
         prompt, shown_images, problem = _prompt(st.get("prompt"), images, f"{shown}:{n}")
         if problem:
             problems.append((n, problem))
+        for name, sha in _sent(st.get("images")).items():
+            if images.differs(name, sha):
+                problems.append((n, f"image {show_path(name)}: its file is not the one the model was sent "
+                                    "(its sha256 differs from the step's images)"))
         step = _Checked(st, n, problems)
         versions = (step.get("model_version", _text, "a string"),
-                    step.get("policy_version", is_index, "an integer >= 0"))
+                    step.get("policy_version", is_index, "an integer >= 0"),
+                    step.get("image_processor", _object, "an object"))
         sampling = step.get("sampling", _sampling, "an object of numbers, strings and booleans")
         call = {"prompt_messages": prompt, "images": shown_images}
         tries = st.get("failed_tries")
@@ -176,4 +207,4 @@ def trajectory_rows(run: Run, line: int, rec: dict, gid: str, group: Group,
         if not error:
             last["step_reward"] = score
     warn_problems(shown, sorted(problems))
-    return rows, len(steps)
+    return rows, steps, found

@@ -23,6 +23,7 @@ class Run:
     real: str                   # its real path: every file read must be inside it
     run_id: str
     lines: list = field(default_factory=list)   # (line number, episode record), in file order
+    meta: dict = field(default_factory=dict)    # run.json, when it is an object
 
     def attempts(self, all_attempts: bool) -> list:
         """(line, record) of the attempts to export, in file order: each pair's final
@@ -59,17 +60,18 @@ def open_runs(paths: list[Path]) -> list[Run]:
             warn(f"{path}: the same folder as {by_real[real]}; exported once")
             continue
         by_real[real] = path
-        run_id = _run_id(path, real)
+        meta = _meta(path, real)
+        run_id = _run_id(path, real, meta)
         if run_id in by_id:
             warn(f"{path}: the same run_id {run_id!r} as {by_id[run_id]}; exported once")
             continue
         by_id[run_id] = path
-        runs.append(Run(path, real, run_id, _episodes(path, real)))
+        runs.append(Run(path, real, run_id, _episodes(path, real), meta))
     return runs
 
 
-def _run_id(path: Path, real: str) -> str:
-    """run.json's run_id; the folder's name (with a warning) when it has none."""
+def _meta(path: Path, real: str) -> dict:
+    """run.json's object; {} when it is refused, not JSON or not an object."""
     try:
         meta = json.loads(read_in(real, "run.json"))
     except Refused as e:
@@ -79,7 +81,12 @@ def _run_id(path: Path, real: str) -> str:
         raise InputError(f"{path}/run.json: cannot read: {e.strerror}") from None
     except (ValueError, RecursionError):
         meta = None
-    run_id = meta.get("run_id") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _run_id(path: Path, real: str, meta: dict) -> str:
+    """run.json's run_id; the folder's name (with a warning) when it has none."""
+    run_id = meta.get("run_id")
     if isinstance(run_id, str) and run_id:
         return run_id
     warn(f"{path}/run.json: no run_id string; using the folder name {os.path.basename(real)!r}")

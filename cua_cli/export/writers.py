@@ -1,20 +1,23 @@
-"""The three output formats of `cua export`, each written to a temporary file in the
-output's folder and renamed over it at the end: a reader never sees half a file.
+"""The output formats of `cua export`, each written to a temporary file (or folder) in the
+output's folder and renamed over it at the end: a reader never sees half an export.
 
     jsonl     one row per line, as built (rows.py)
     parquet   the same rows under a fixed schema, written in batches so memory stays flat
     sft       one chat conversation per successful trajectory
+    atif      a folder of Harbor ATIF trajectories, one per attempt, with their images (atif.py)
 """
 
 import json
 import os
 import re
+import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 from .._util.diag import warn
 from ..errors import CuaError
+from .atif import AtifFolders
 
 BATCH_ROWS = 2000
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -25,9 +28,9 @@ COLUMNS = (
     ("is_failed_try", "bool"), ("is_last_step", "bool"), ("prompt_messages", "json"), ("images", "images"),
     ("prompt_token_ids", "ids"), ("response_token_ids", "ids"), ("response_logprobs", "floats"),
     ("response_text", "string"), ("error", "string"), ("model_version", "string"), ("policy_version", "int64"),
-    ("finish_reason", "string"), ("sampling", "json"), ("step_reward", "float64"), ("traj_reward", "float64"),
-    ("traj_raw_reward", "float64"), ("outcome", "string"), ("stop_reason", "string"), ("group_mean", "float64"),
-    ("group_std", "float64"), ("group_size", "int64"), ("run_dir", "string"))
+    ("image_processor", "json"), ("finish_reason", "string"), ("sampling", "json"), ("step_reward", "float64"),
+    ("traj_reward", "float64"), ("traj_raw_reward", "float64"), ("outcome", "string"), ("stop_reason", "string"),
+    ("group_mean", "float64"), ("group_std", "float64"), ("group_size", "int64"), ("run_dir", "string"))
 
 
 def parquet_schema(pa):
@@ -134,12 +137,13 @@ class ParquetRows:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-WRITERS = {"jsonl": JsonlRows, "parquet": ParquetRows, "sft": SftLines}
+WRITERS = {"jsonl": JsonlRows, "parquet": ParquetRows, "sft": SftLines, "atif": AtifFolders}
 
 
 @contextmanager
 def output(out: Path, fmt: str):
-    """A writer of format `fmt` whose file becomes `out` only when the block ends without an error."""
+    """A writer of format `fmt` whose file (atif: folder) becomes `out` only when the block ends without
+    an error. A folder replaces only an empty one (export_runs checks)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -157,4 +161,7 @@ def output(out: Path, fmt: str):
     finally:
         if writer is not None:
             writer.abort()
-        tmp.unlink(missing_ok=True)
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)

@@ -100,10 +100,32 @@ class Server:
             return ""
 
     def entry(self) -> dict:
-        """This server's line in the fleet file (docs/guides/model-fleets.md)."""
+        """This server's line in the fleet file (docs/guides/model-fleets.md). `model_dir` and
+        `mm_processor_kwargs` tell clients what resizes their images (models/image_processor.py)."""
         return {"url": self.url, "pid": self.proc.pid if self.proc else None, "gpus": self.gpus,
                 "model": self.model, "served_model_name": self.served_model_name,
-                "started_at": self.started_at, "restarts": self.restarts, "log": str(self.log_path), **self.meta}
+                "started_at": self.started_at, "restarts": self.restarts, "log": str(self.log_path),
+                "model_dir": os.path.abspath(self.model) if os.path.isdir(self.model) else None,
+                "mm_processor_kwargs": processor_kwargs(self.cmd), **self.meta}
+
+
+def processor_kwargs(cmd: list[str]) -> dict | None:
+    """The --mm-processor-kwargs of a `vllm serve` command line (the last one wins, as in argparse):
+    {} without one, None when one is not a JSON object (vLLM would not start)."""
+    found = {}
+    for i, arg in enumerate(cmd):
+        flag, eq, value = arg.partition("=")
+        if flag.replace("_", "-") != "--mm-processor-kwargs":
+            continue
+        if not eq:
+            value = cmd[i + 1] if i + 1 < len(cmd) else ""
+        try:
+            found = json.loads(value)
+        except (ValueError, RecursionError):
+            found = None
+        if not isinstance(found, dict):
+            found = None
+    return found
 
 
 def gpu_holders(pids: set[int]) -> list[str]:

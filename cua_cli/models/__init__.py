@@ -40,9 +40,14 @@ class Image:
     file: str | None = None
 
     @property
+    def sha256(self) -> str:
+        """The sha256 of the bytes, hex: what a step records of each image the model was sent."""
+        return self._once("sha256", lambda: hashlib.sha256(self.png).hexdigest())  # SHA-NI: the fastest here
+
+    @property
     def uuid(self) -> str:
-        """A content hash: the same bytes always get the same id (a server's cache key for them)."""
-        return self._once("uuid", lambda: hashlib.sha256(self.png).hexdigest()[:32])  # SHA-NI: the fastest here
+        """A content id: the same bytes always get the same id (a server's cache key for them)."""
+        return self.sha256[:32]
 
     @property
     def base64(self) -> bytes:
@@ -83,6 +88,7 @@ class Reply:
     prompt_token_ids: list[int] | None = None   # with record_tokens: the prompt as the server tokenized it
     finish_reason: str | None = None
     sampling: dict | None = None           # with record_tokens: the sampling parameters sent
+    image_processor: dict | None = None    # what resized the prompt's images, as far as the provider knows
 
     def token_fields(self) -> dict:
         """The tokens of this answer as a step records them (docs/reference/run-folder.md)."""
@@ -125,6 +131,12 @@ def model_servers(cfg) -> list[str]:
     """The URLs of the servers the provider asks (each runner host must reach them)."""
     servers = getattr(load(PROVIDERS[cfg.model.provider]), "servers", None)
     return servers(cfg) if servers else []
+
+
+def shown_images(messages: list[dict]) -> list[dict]:
+    """Each image of a prompt, in prompt order: its file and the sha256 of the bytes a provider sends."""
+    return [{"file": p.file, "sha256": p.sha256} for m in messages if not isinstance(m["content"], str)
+            for p in m["content"] if isinstance(p, Image)]
 
 
 def by_file(messages: list[dict]) -> list[dict]:

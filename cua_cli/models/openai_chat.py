@@ -4,7 +4,8 @@ Each episode sticks to one endpoint so the server's prefix cache can reuse
 the episode's growing history. New episodes go to the least-loaded endpoint;
 if an episode's endpoint keeps failing, it moves to another one. With a
 fleet file, every reply carries the model version its server runs, read
-afresh whenever the file changes (a rolling reload changes it under us).
+afresh whenever the file changes (a rolling reload changes it under us), and
+a reply to a prompt with images what resized them (image_processor.py).
 
 Screenshots go to vLLM once: each image part carries a content hash as its
 `uuid`, and once a server has the image, later requests of the episode send
@@ -29,9 +30,11 @@ import pybase64
 from .._util.diag import note
 from .._util.httpclient import BadAnswer, Client, HttpError, Response
 from .._util.retry import with_retries
+from .._util.text import clip
 from ..config.fleet_file import FleetVersions
 from ..errors import ModelError
 from . import Image, Params, Reply
+from .image_processor import UNKNOWN, ServerProcessors
 from .routing import Router
 
 _TOKEN_NAME = re.compile(r"token_id:[0-9]{1,12}")
@@ -50,6 +53,7 @@ class OpenAIChat:
         self.http = Client(api_key)
         self.router = router or Router(len(self.endpoints))
         self.versions = FleetVersions(fleet_file) if fleet_file else None
+        self.processors = ServerProcessors()
         self._rr = itertools.count()
         self._uuids: dict[str, bool] = {}   # endpoint -> whether it keeps images by uuid
         self._probing = threading.Lock()
@@ -68,9 +72,13 @@ class OpenAIChat:
     def servers(cls, cfg) -> list[str]:
         return list(cfg.model.endpoints)
 
-    def version(self, endpoint: str) -> tuple[str | None, int | None]:
-        """The model version and policy version the fleet file gives for this endpoint."""
-        return self.versions.table().get(endpoint, (None, None)) if self.versions else (None, None)
+    def version(self, endpoint: str) -> tuple[str | None, int | None, dict]:
+        """The model version and policy version the fleet file gives for this endpoint, and what
+        resizes images there (image_processor.py), read together: a reload changes all three."""
+        if self.versions is None:
+            return None, None, UNKNOWN
+        table, entries = self.versions.table(), self.versions.entries()
+        return (*table.get(endpoint, (None, None)), self.processors.of(entries.get(endpoint)))
 
     def takes_uuids(self, endpoint: str, budget) -> bool:
         """Whether to send images by uuid: `model.image_uuids`, or with "auto", whether the server is vLLM."""
@@ -116,11 +124,14 @@ class _Session:
         for _ in range(len(self.chat.endpoints)):
             endpoint = self.chat.endpoints[self.index]
             try:
-                version, policy = self.chat.version(endpoint)
+                version, policy, processor = self.chat.version(endpoint)
                 reply = with_retries(lambda: self._post(endpoint, messages, params), self.chat.cfg.retries,
                                      f"model {endpoint}", params.budget.should_stop, error=ModelError,
                                      deadline=params.budget.deadline)
                 reply.endpoint, reply.model_version, reply.policy_version = endpoint, version, policy
+                if any(not isinstance(m["content"], str) and any(isinstance(p, Image) for p in m["content"])
+                       for m in messages):
+                    reply.image_processor = processor
                 return reply
             except ModelError as e:
                 errors.append(str(e))
@@ -224,7 +235,8 @@ def _reply(r: Response, tokens: str | None) -> Reply:
     # when it keeps coming, shows as model_error.
     if not (isinstance(content, str) and content):
         raise _not_completion(r, "no text in choices[0].message.content")
-    reply = Reply(content)
+    finish = choice.get("finish_reason")
+    reply = Reply(content, finish_reason=clip(finish, 40) if isinstance(finish, str) else None)
     if tokens is None:
         return reply
     logprobs = choice.get("logprobs")
@@ -242,8 +254,6 @@ def _reply(r: Response, tokens: str | None) -> Reply:
     if not (_ids(prompt) and _ids(answer) and len(answer) == len(reply.logprobs)):
         raise _not_completion(r, "no prompt_token_ids, or no token_ids one to each logprob (return_token_ids)")
     reply.prompt_token_ids, reply.token_ids = prompt, answer
-    finish = choice.get("finish_reason")
-    reply.finish_reason = finish if isinstance(finish, str) else None
     return reply
 
 

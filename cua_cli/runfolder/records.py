@@ -172,6 +172,11 @@ def turn_fields(turn) -> dict:
             out["policy_version"] = reply.policy_version
         if reply.sampling is not None:
             out["sampling"] = reply.sampling
+        if reply.image_processor is not None:
+            out["image_processor"] = reply.image_processor
+    shown = turn.images()  # every try of the step was sent the same prompt
+    if shown:
+        out["images"] = shown
     if turn.error is not None:
         out["error"] = turn.error
     if turn.failed_tries:

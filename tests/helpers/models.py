@@ -16,14 +16,15 @@ def build_tiny_vlm(out: Path) -> Path:
     return mod.build(out)
 
 
-def start_tiny_fleet(work: Path, servers: int, base_port: int) -> Path:
-    """Build the tiny random Qwen2-VL in `work` and serve it with real vLLM on the CPU; the fleet file."""
+def start_tiny_fleet(work: Path, servers: int, base_port: int, config: Path = ROOT / "configs/fleet-cpu.yaml") -> Path:
+    """Build the tiny random Qwen2-VL in `work` and serve it with real vLLM on the CPU (start-models
+    `config`); the fleet file."""
     model = work / "tiny-vlm"
     subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_vlm.py"), str(model)], check=True,
                    capture_output=True)
     fleet_file = work / "fleet.json"
     r = run_cua("start-models", "--cpu", str(servers), "--model", str(model),
-                "--config", str(ROOT / "configs/fleet-cpu.yaml"), "--fleet", str(fleet_file),
+                "--config", str(config), "--fleet", str(fleet_file),
                 "--base-port", str(base_port), "--detach", timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     return fleet_file
