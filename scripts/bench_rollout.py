@@ -17,6 +17,7 @@ the peak memory of cua's processes.
     .venv/bin/python scripts/bench_rollout.py --envs 1024 --episodes 3072
     .venv/bin/python scripts/bench_rollout.py --envs 256 --size 1280x720 --history 3 --processes 4
     .venv/bin/python scripts/bench_rollout.py --envs 256 --backend ray
+    .venv/bin/python scripts/bench_rollout.py --envs 64 --sample-s 0      (no load sampling: its overhead)
 
 With --backend ray, `cua rollout` drives runner actors on a local 3-node Ray
 cluster (Ray's test utility: a head without CPUs and two 1-CPU nodes); the
@@ -70,6 +71,18 @@ def numbered(png: bytes, n: int) -> bytes:
     return png[:33] + chunk + png[33:]  # right after the signature and IHDR
 
 
+# What a vLLM server's /metrics holds that cua reads, in Prometheus's text format.
+METRICS = """# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="ui-tars"} %d
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="ui-tars"} 0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="ui-tars"} 0.5
+# TYPE vllm:prompt_tokens counter
+vllm:prompt_tokens_total{engine="0",model_name="ui-tars"} %d
+"""
+
+
 class StandIn:
     """A minimal HTTP/1.1 keep-alive server on asyncio: env or model, by `role`."""
 
@@ -80,7 +93,8 @@ class StandIn:
         self.counter = 0
         self.cached: set[bytes] = set()
         self.stats = {"requests": 0, "request_bytes": 0, "cache_misses": 0, "images_with_data": 0,
-                      "images_by_uuid": 0, "png_bytes": len(png)}
+                      "images_by_uuid": 0, "png_bytes": len(png), "metrics_requests": 0}
+        self.running = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -116,6 +130,9 @@ class StandIn:
             return 200, js, b'{"object": "list", "data": [{"id": "ui-tars", "owned_by": "vllm"}]}'
         if path.endswith("/chat/completions"):
             return await self.chat(body)
+        if path == "/metrics" and self.role == "model":  # vLLM's gauges and counters, as cua samples them
+            self.stats["metrics_requests"] += 1
+            return 200, b"text/plain", (METRICS % (self.running, self.stats["requests"])).encode()
         return 404, js, b'{"error": "not found"}'
 
     async def chat(self, body: bytes):
@@ -131,7 +148,11 @@ class StandIn:
         for uuid, data in self.UUID.findall(body):
             self.cached.add(uuid)
             self.stats["images_with_data" if data == b"{" else "images_by_uuid"] += 1
-        await asyncio.sleep(self.model_delay)
+        self.running += 1
+        try:
+            await asyncio.sleep(self.model_delay)
+        finally:
+            self.running -= 1
         return 200, b"application/json", json.dumps(
             {"choices": [{"message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}]}).encode()
 
@@ -213,6 +234,8 @@ def main():
     ap.add_argument("--no-uuid", action="store_true", help="send every image's bytes (model.image_uuids: false)")
     ap.add_argument("--dir", help="where the run folder goes (default: the temp dir; /dev/shm takes the disk out)")
     ap.add_argument("--keep", action="store_true", help="keep the run folder (removed by default: it is large)")
+    ap.add_argument("--sample-s", type=float, default=0.5,
+                    help="runner.sample_s: how often the model server's /metrics is sampled (0: never)")
     ap.add_argument("--role", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role:
@@ -265,7 +288,7 @@ tasks: {{kind: jsonl, jsonl: {tasks}}}
 env: {{url: "{env_url}"}}
 model: {{provider: openai, endpoints: ["{model_url}/v1"]{', image_uuids: false' if args.no_uuid else ''}}}
 agent: {{history_images: {args.history}}}
-runner: {{num_envs: {args.envs}, max_steps: {args.steps}{processes}{ray}}}
+runner: {{num_envs: {args.envs}, max_steps: {args.steps}, sample_s: {args.sample_s}{processes}{ray}}}
 """)
     cmd = [str(ROOT / ".venv/bin/cua"), "rollout", str(config)]
     start = time.time()
@@ -315,6 +338,7 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}{processes}{ray}}}
             ["model request MB per step", f"{stats.get('request_bytes', 0) / requests / 2**20:.3f}"],
             ["images sent with data / by uuid", f"{stats.get('images_with_data')} / {stats.get('images_by_uuid')}"],
             ["cache misses answered", stats.get("cache_misses")],
+            ["/metrics samples (runner.sample_s)", f"{stats.get('metrics_requests')} ({args.sample_s:g} s)"],
             ["peak RSS, all cua processes (GiB)", f"{peak / 2**30:.2f}"]]
     print(tabulate(rows, tablefmt="simple_outline"))
 

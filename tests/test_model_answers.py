@@ -99,6 +99,8 @@ def test_a_chat_completion_whose_text_does_not_parse_is_the_agents_mistake_and_a
         turn = _ask(_model(tmp_path, [server.url], retries=1).session("t", 0))
         assert turn.stop == "parse_error" and turn.tries == 3  # asked again, as parse_retries says
         assert server.requests["/v1/chat/completions"] == 3
+        # Each failed try says why the server stopped: "length" would mean model.max_tokens cut it.
+        assert [t["finish_reason"] for t in turn.failed_tries] == ["stop", "stop"]
         server.body = completion("")
         with pytest.raises(ModelError):  # no answer at all: the server's, however often the agent might ask
             _ask(_model(tmp_path, [server.url], retries=1).session("t", 0))

@@ -1,6 +1,7 @@
 """The plumbing in cua_cli/_util that has no other home test: the atomic write, text, diagnostics."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -81,3 +82,39 @@ def test_the_cli_takes_q_and_v(tmp_path):
     assert "warning:" in loud.stderr and "not-a-folder.txt" in loud.stderr
     assert "warning:" not in quiet.stderr
     assert loud.stdout == quiet.stdout
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_process_goes_on():
+    code = ("import threading, time\n"
+            "from cua_cli._util.signals import dump_stacks_on_sigusr1\n"
+            "dump_stacks_on_sigusr1()\n"
+            "def waiting_worker(): time.sleep(60)\n"
+            "threading.Thread(target=waiting_worker, daemon=True).start()\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        p.send_signal(signal.SIGUSR1)
+        seen = ""
+        for line in iter(p.stderr.readline, ""):  # ends should the process die instead
+            seen += line
+            if "waiting_worker" in seen and "<module>" in seen:
+                break
+        assert "waiting_worker" in seen and "<module>" in seen, seen
+        assert p.poll() is None, "the dump leaves the process running"
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_captured_stderr_without_a_file_falls_back_to_the_real_one(monkeypatch):
+    import faulthandler
+    import io
+
+    from cua_cli._util.signals import dump_stacks_on_sigusr1
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # as click's CliRunner captures it
+    try:
+        dump_stacks_on_sigusr1()  # no error
+    finally:
+        faulthandler.unregister(signal.SIGUSR1)

@@ -53,7 +53,12 @@ class StopFlags:
 def dump_stacks_on_sigusr1() -> None:
     """`kill -USR1 PID` prints every thread's stack to stderr and the process goes on: what a run
     that seems stuck is doing, without a debugger on the host."""
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)
+    for stream in (sys.stderr, sys.__stderr__):  # a captured stderr (a test's) may have no file behind it
+        try:
+            faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True, chain=False)
+            return
+        except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both an OSError and a ValueError
+            continue
 
 
 def ignore_stop_signals() -> None:

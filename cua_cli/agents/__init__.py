@@ -61,7 +61,8 @@ class Turn:
         """The latest answer failed; the step ends with `stop` unless another answer comes."""
         self.error, self.stop = error, stop
         # A retry may reach another server, even another policy: each try says which answered it.
-        source = {k: getattr(self.reply, k) for k in ("model_version", "policy_version", "image_processor")
+        source = {k: getattr(self.reply, k)
+                  for k in ("model_version", "policy_version", "finish_reason", "image_processor")
                   if getattr(self.reply, k) is not None}
         self._failure = {"response": self.reply.text, **self.reply.token_fields(), **source, "error": error, **extra}
 

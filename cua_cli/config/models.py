@@ -252,6 +252,9 @@ class RunnerConfig(Section):
         3, description="Infrastructure errors before a pair is given up (queue/failed/).")
     lease_ttl_s: Duration = Field(60.0, description="A claim whose heartbeat is older than this is taken back, s.")
     poll_s: Duration = Field(1.0, description="--watch: how often to look for new task files, s.")
+    sample_s: between(float, 0, 3600) = Field(
+        0.5, description="How often the model servers' /metrics and this host's GPUs are sampled into the run's "
+                         "metrics.jsonl, s (0: never).")
 
 
 class DartStorage(Section):

@@ -14,6 +14,8 @@ refuses raises ActionRefused (the agent's mistake). An env that allocates what
 must be given back (a desktop) hands `leases.lease` a record of it before using
 it, and another once it is released (runfolder/leases.py). `ended` is the
 episode's stop reason: OSWorld scores an agent that gave up (FAIL) differently.
+A session's `setup_s` splits allocate's time into getting the env and setting
+up the task, for the attempt's phases (an env that cannot tell leaves it 0).
 
 Env kinds are chosen by `env.kind` through kinds.ENVS: a new one is one module plus
 one line there.
@@ -61,6 +63,7 @@ class Evaluation:
 
 class EnvSession(Protocol):
     instruction: str | None         # the env's statement of the task, when the task has none
+    setup_s: float                  # of allocate's time, what the task's reset/setup steps took (else 0)
 
     def observe(self, budget: Budget) -> Observation: ...
     def act(self, actions: list, budget: Budget, sent: list) -> StepResult: ...

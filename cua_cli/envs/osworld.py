@@ -64,6 +64,7 @@ class OSWorldEnv:
         got = self.allocator.allocate(budget)
         leases.lease(held_record(got.server, got.desktop_id, api=got.api, task_id=task.task_id))
         session = OSWorldSession(self, got, task, leases)
+        t = time.monotonic()
         try:
             run_steps(steps, session.setup, budget)
             if self.settle_s:
@@ -71,11 +72,13 @@ class OSWorldEnv:
         except BaseException:
             session.release(budget.unhurried())
             raise
+        session.setup_s = time.monotonic() - t
         return session
 
 
 class OSWorldSession:
     instruction = None  # OSWorld's tasks always state theirs
+    setup_s = 0.0
 
     def __init__(self, env: OSWorldEnv, got: Allocation, task: Task, leases):
         self.env, self.got, self.task, self.leases = env, got, task, leases

@@ -16,6 +16,7 @@ from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
 from ..models import make_model, model_servers
+from ..runfolder.reader import RunReader
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
@@ -136,7 +137,9 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
                 progress.write(f"{left} finished trajectories are not in storage yet (a sink is down): "
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
-    return Outcome(run, summary, timing_figures(run.path), time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
+    # Every attempt, not only the final ones (their problems were warned about just above).
+    timing = timing_figures(run.path, RunReader(run.path, keep_attempts=True).refresh())
+    return Outcome(run, summary, timing, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
 
 
 def agentgym_args(cfg: Config) -> list[str]:

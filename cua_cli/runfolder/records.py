@@ -14,8 +14,13 @@ import sys
 FORMAT_VERSION = 2
 # Tasks of a run that cua cannot play (a setup step, getter or metric it lacks): never scheduled.
 UNSUPPORTED = "unsupported.jsonl"
+# The rollout's samples of its model servers' load and its host's GPUs.
+METRICS = "metrics.jsonl"
 
 OUTCOMES = ("success", "failure", "error")
+# Where an attempt's wall time went (its episode line's `phases`, in seconds): they add up to its
+# duration_s; other_s is what no phase claims (the agent's own work, writing the trajectory).
+PHASES = ("allocate_s", "setup_s", "observe_s", "model_s", "act_s", "evaluate_s", "release_s", "other_s")
 _TEXT_FIELDS = ("domain", "stop_reason", "error", "traj", "instruction")
 _MAX_INDEX = 2 ** 53      # samples, attempts and steps beyond this are not counts but noise
 _MAX_DURATION = 1e9       # seconds (30 years): more is noise, and sums of it overflow
@@ -117,6 +122,31 @@ def episode_record(obj) -> tuple[dict | None, str | None]:
         fixes["outcome"] = "success" if score == 1 else "failure"
         problems.append(f"outcome {outcome!r} disagrees with score {score}; read as {fixes['outcome']!r}")
     return ({**obj, **fixes} if fixes else obj), "; ".join(problems) or None
+
+
+def phases_of(rec: dict) -> dict | None:
+    """An episode line's phases (PHASES, seconds) when it has them all as numbers of seconds; else None
+    (a line written before cua timed phases, or a hand-edited one)."""
+    phases = rec.get("phases")
+    if type(phases) is not dict or not all(_in_range(phases.get(k), 0, _MAX_DURATION) for k in PHASES):
+        return None
+    return phases
+
+
+def metric_record(obj) -> dict | None:
+    """A metrics.jsonl line: a model server's sample {"t", "server", "up", ...LOAD fields} or a GPU's
+    {"t", "gpu", "util", "mem_used", "mem_total"}; None for anything else. A field that is not a
+    number is read as null, so one bad value never drops a curve."""
+    if type(obj) is not dict or not _in_range(obj.get("t"), 0, _MAX_DURATION * 10):
+        return None
+    if type(obj.get("server")) is str:
+        if type(obj.get("up")) is not bool:
+            return None
+        return {k: (v if k in ("t", "server", "up") or _in_range(v, 0, _MAX_NUMBER) else None)
+                for k, v in obj.items()}
+    if is_index(obj.get("gpu")):
+        return {k: (v if k in ("t", "gpu") or _in_range(v, 0, _MAX_NUMBER) else None) for k, v in obj.items()}
+    return None
 
 
 def supersedes(new: dict, old: dict | None) -> bool:

@@ -108,10 +108,11 @@ def timing_figures(path, reader: RunReader | None = None, metrics: list[dict] | 
     out["model_busy"] = float(np.mean(busy)) if busy else None
     if not timed:
         return out
-    start = min(r["started_at"] - (r.get("claim_wait_s") or 0) for r in timed)
+    start = min(r["started_at"] - (r["claim_wait_s"] if isinstance(r.get("claim_wait_s"), (int, float)) else 0)
+                for r in timed)
     end = max(r["started_at"] + r["duration_s"] for r in timed)
     wall = max(end - start, 1e-9)
-    lanes = len({r.get("lane") for r in timed})
+    lanes = len({r["lane"] if isinstance(r.get("lane"), str) else None for r in timed})  # a crafted one: no lane
     waited = [r["claim_wait_s"] for r in timed if isinstance(r.get("claim_wait_s"), (int, float))]
     out.update(wall_s=wall, lanes=lanes, steps_per_s=sum(r.get("steps") or 0 for r in timed) / wall,
                env=_slot_shares(timed, lanes * wall), phases=_phases(timed), claim_wait=_spread(waited))
