@@ -283,3 +283,42 @@ def test_every_action_that_constructs_becomes_accepted_code(fields):
         return
     env_accepts([action])
     assert Action.from_dict(json.loads(json.dumps(action.to_dict()))) == action
+
+
+@given(st.integers(1, 5000), st.integers(1, 5000), st.sampled_from([14, 28, 32]),
+       st.integers(1, 10 ** 6), st.integers(1, 2 * 10 ** 7))
+def test_smart_resize_is_transformers_rule(height, width, factor, min_pixels, max_pixels):
+    """The coordinate space of a qwen25vl answer is the size the server's processor resized to."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize as theirs
+    try:
+        expected = theirs(height, width, factor, min_pixels, max_pixels)
+    except ValueError:  # an aspect ratio over 200 (or a side below the factor) it refuses
+        return
+    assert smart_resize(height, width, factor, min_pixels, max_pixels) == expected
+
+
+@given(st.integers(200, 3000), st.integers(200, 3000), st.sampled_from([(28, 3136, 12544), (28, 78400, 200704),
+                                                                          (14, 3136, 1003520)]))
+def test_points_map_through_the_servers_resize_settings(width, height, settings):
+    """A server started with other pixel bounds answers in another space: the recorded settings map it back."""
+    from cua_cli.agents.uitars import resize_of, to_model_coords
+    from cua_cli.models import Reply
+    reply = Reply("x", image_processor={"rule": "smart_resize", "factor": settings[0], "min_pixels": settings[1],
+                                        "max_pixels": settings[2], "type": "Qwen2VLImageProcessor"})
+    resize = resize_of(reply)
+    assert resize == dict(zip(("factor", "min_pixels", "max_pixels"), settings))
+    x, y = width // 3, height // 2
+    mx, my = to_model_coords(x, y, width, height, "qwen25vl", resize)
+    (a,) = parse_response(f"Action: click(start_box='({mx},{my})')", width, height, "qwen25vl", resize).actions
+    assert abs(a.x - x) <= width / min(smart_resize(height, width, *settings)) + 1
+    assert abs(a.y - y) <= height / min(smart_resize(height, width, *settings)) + 1
+
+
+def test_unknown_or_odd_resize_settings_fall_back_to_the_defaults():
+    from cua_cli.agents.uitars import resize_of
+    from cua_cli.models import Reply
+    for p in (None, {}, {"rule": None, "factor": 28, "min_pixels": 1, "max_pixels": 2},
+              {"rule": "smart_resize", "factor": 28, "min_pixels": None, "max_pixels": 2},
+              {"rule": "smart_resize", "factor": True, "min_pixels": 1, "max_pixels": 2},
+              {"rule": "smart_resize", "factor": 0, "min_pixels": 1, "max_pixels": 2}):
+        assert resize_of(Reply("x", image_processor=p)) is None

@@ -80,13 +80,14 @@ class Parsed:
 
 def smart_resize(height, width, factor=28, min_pixels=100 * 28 * 28, max_pixels=16384 * 28 * 28) -> tuple[int, int]:
     """The (h, w) Qwen2-VL-family processors resize an image to: multiples of
-    `factor`, pixel count within bounds, aspect ratio kept as far as possible."""
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
+    `factor`, pixel count within bounds, aspect ratio kept as far as possible
+    (the rule of transformers' Qwen2-VL image processor, edges included)."""
+    h = round(height / factor) * factor
+    w = round(width / factor) * factor
     if h * w > max_pixels:
         beta = math.sqrt(height * width / max_pixels)
-        h = math.floor(height / beta / factor) * factor
-        w = math.floor(width / beta / factor) * factor
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
     elif h * w < min_pixels:
         beta = math.sqrt(min_pixels / (height * width))
         h = math.ceil(height * beta / factor) * factor
@@ -94,19 +95,20 @@ def smart_resize(height, width, factor=28, min_pixels=100 * 28 * 28, max_pixels=
     return h, w
 
 
-def _model_size(width, height, coord_mode) -> tuple[int, int]:
-    """(w, h) of the coordinate space the model answers in."""
+def _model_size(width, height, coord_mode, resize: dict | None = None) -> tuple[int, int]:
+    """(w, h) of the coordinate space the model answers in. `resize`: the server's smart_resize
+    settings (factor, min_pixels, max_pixels) when known, else the processor's defaults."""
     if coord_mode == "qwen25vl":  # absolute pixels of the image the model actually saw
-        h, w = smart_resize(height, width)
+        h, w = smart_resize(height, width, **(resize or {}))
         return w, h
     if coord_mode == "qwen2vl":  # relative, 0..1000 on both axes
         return 1000, 1000
     raise ValueError(f"coord_mode must be one of {COORD_MODES}, got {coord_mode!r}")
 
 
-def to_model_coords(x, y, width, height, coord_mode) -> tuple[int, int]:
+def to_model_coords(x, y, width, height, coord_mode, resize: dict | None = None) -> tuple[int, int]:
     """Screen pixel -> the coordinates the model would write for it."""
-    mw, mh = _model_size(width, height, coord_mode)
+    mw, mh = _model_size(width, height, coord_mode, resize)
     return round(x / width * mw), round(y / height * mh)
 
 
@@ -252,13 +254,15 @@ def _parse_call(block: str, pos: int, size, width, height) -> tuple[Action, int]
     return Action(name), end
 
 
-def parse_response(text: str, width: int, height: int, coord_mode: str = "qwen25vl") -> Parsed:
-    """Thought and actions from UI-TARS output; points mapped to screenshot pixels.
+def parse_response(text: str, width: int, height: int, coord_mode: str = "qwen25vl",
+                   resize: dict | None = None) -> Parsed:
+    """Thought and actions from UI-TARS output; points mapped to screenshot pixels (through the
+    server's resize settings when known, see `resize_of`).
 
     The actions' commands must fit one program of the env's code subset, so an
     answer the env would refuse is the agent's ParseError, not an env error.
     finished() or call_user() must come last: nothing after them would run."""
-    size = _model_size(width, height, coord_mode)
+    size = _model_size(width, height, coord_mode, resize)
     if not isinstance(text, str):
         raise ParseError(f"response must be a string, got {type(text).__name__}")
     if len(text) > MAX_RESPONSE_CHARS:
@@ -350,8 +354,19 @@ class UITarsAgent:
         messages.append({"role": "user", "content": [screenshot]})
         return messages
 
-    def parse(self, text, width, height) -> Parsed:
-        return parse_response(text, width, height, self.coord_mode)
+    def parse(self, text, width, height, resize: dict | None = None) -> Parsed:
+        return parse_response(text, width, height, self.coord_mode, resize)
+
+
+def resize_of(reply) -> dict | None:
+    """The smart_resize settings the server applied to the images of this reply's prompt, when its
+    provider knows them (models/image_processor.py); None: the processor's defaults. A server
+    started with other pixel bounds answers in another coordinate space."""
+    p = getattr(reply, "image_processor", None) or {}
+    keys = ("factor", "min_pixels", "max_pixels")
+    if p.get("rule") != "smart_resize" or not all(type(p.get(k)) is int and p[k] > 0 for k in keys):
+        return None
+    return {k: p[k] for k in keys}
 
 
 class UITarsEpisode(AskingEpisode):
@@ -384,8 +399,8 @@ class UITarsEpisode(AskingEpisode):
                             "Thought: wait for the screen.\nAction: wait()")
 
     def parse(self, text: str) -> Answer:
-        obs = self.current[0]
-        parsed = self.agent.parse(text, obs.width, obs.height)
+        obs, _, turn = self.current
+        parsed = self.agent.parse(text, obs.width, obs.height, resize_of(turn.reply))
         last = parsed.actions[-1].type
         return Answer(parsed.thought, [a.to_dict() for a in parsed.actions],
                       [a for a in parsed.actions if a.type not in TERMINAL],
