@@ -560,6 +560,49 @@ def view(runs, out):
 
 
 @main.command()
+@click.argument("run", required=False)
+@click.option("--interval", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
+              help="Seconds between frames.")
+@click.option("--window", type=click.FloatRange(1, 86400), default=60.0, show_default=True,
+              help="Seconds of recent history behind the recent steps/s, env busy and server figures.")
+@click.option("--once", is_flag=True, help="Print one frame and exit 0 (for scripts).")
+def top(run, interval, window, once):
+    """A live view of a rollout from its run folder: progress, success rate, steps/s, env and model load.
+
+    Reads only the run folder (episodes.jsonl, metrics.jsonl, the queue), so it
+    works from another shell or host that sees the folder. RUN defaults to the
+    run folder under ./results written to last. It shows the success rate of
+    the judged pairs with its 95% interval, steps/s and the env slots' busy
+    share (recent and overall), each model server's requests running and
+    waiting, KV cache, prefix hits and tokens/s (or "down"), GPUs, errors by
+    stop reason and the longest-running episodes.
+
+    It exits 0 with the last frame shown once the run has ended: nothing
+    pending or claimed, every scheduled pair done or failed, for 5 s (a
+    `--watch` rollout whose queue has run dry counts as ended). Ctrl-C exits
+    130. When stdout is not a terminal it prints a line whenever the figures
+    move, and the whole frame at the end.
+
+    \b
+    Examples:
+      cua top
+      cua top results/exp-20261121-0900 --interval 5
+      cua top results/exp-20261121-0900 --once > status.txt
+    """
+    from rich.console import Console
+
+    from .top.live import follow
+    from .top.live import once as one_frame
+    from .top.watch import newest_run
+
+    path = run or newest_run(Path("results"))
+    if once:
+        one_frame(path, window, Console())
+    else:
+        follow(path, interval, window, Console())
+
+
+@main.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--out", required=True, type=click.Path(), help="File to write (--format atif: a new folder).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "sft", "atif"]), default="jsonl",
