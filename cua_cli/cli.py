@@ -112,13 +112,23 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
             ["errors by stop reason",
              ", ".join(f"{k}={v}" for k, v in sorted(s["errors_by_stop_reason"].items())) or "-"],
             ["wall time", f"{out.wall_s:.1f} s"],
-            ["more", f"cua stats {out.run.path} --by domain"]]
+            ["time use", _time_use(out.timing)],
+            ["more", f"cua stats {out.run.path} --by domain   (--timing: where the time went)"]]
     click.echo(tabulate(rows, tablefmt="simple_outline"))
     if out.crashed:
         raise CuaError("runner processes kept crashing; see the errors above")
     if out.interrupted:
         click.echo(f"interrupted: continue with  cua rollout {config} --resume {out.run.path}")
         sys.exit(out.exit_status)
+
+
+def _time_use(t: dict) -> str:
+    """The rollout summary's line on time: env busy, model busy, the largest wait."""
+    if not t["env"]:
+        return "-"
+    wait = t["largest_wait"]
+    return (f"env busy {percent(t['env']['busy'], '%')}, model busy {percent(t['model_busy'], '%')}, "
+            f"largest wait: {wait} ({percent(t['env'][wait], '%')} of env time)")
 
 
 @main.group("config")
@@ -443,7 +453,19 @@ def _read_runs(paths, tasks_file):
         runs.append(read_run(p, tasks_file))
     if not runs:
         raise InputError("no run folders to read")
+    for p, data in zip(expanded, runs):
+        data.path = Path(p)
     return runs
+
+
+def _timings(runs) -> list[dict]:
+    """The timing figures of cua run folders; another tool's folder records none, and is named."""
+    from .stats.timing import timing_figures
+
+    for d in runs:
+        if d.layout != "cua":
+            raise InputError(f"{d.path}: an {d.layout} results folder records no timings: --timing reads cua runs")
+    return [timing_figures(d.path) for d in runs]
 
 
 FORMATS = click.Choice(["table", "json", "csv", "markdown"])
@@ -455,10 +477,12 @@ FORMATS = click.Choice(["table", "json", "csv", "markdown"])
 @click.option("--by", type=click.Choice(["domain", "task"]), help="Add a breakdown by domain or by task.")
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False, exists=True),
               help="OSWorld task list (test_all.json): tasks with no result folder count as missing.")
+@click.option("--timing", is_flag=True, help="Where the time went instead: the env slots' time by phase, the "
+                                             "waits, the model servers' load (cua runs).")
 @click.option("--exclude-broken", "report", type=click.Path(dir_okay=False, exists=True), metavar="REPORT",
               help="Leave out the tasks this `cua check-tasks` report does not call ok, and say how many "
                    "(default: nothing is left out).")
-def stats(runs, fmt, by, tasks_file, report):
+def stats(runs, fmt, by, tasks_file, timing, report):
     """Success rates, intervals, pass@k and errors of one or more runs.
 
     Reads cua run folders, OSWorld result folders and DART rollout folders.
@@ -469,12 +493,18 @@ def stats(runs, fmt, by, tasks_file, report):
       cua stats results/*
       cua stats results/exp-* --by domain --format markdown
       cua stats osworld_results/pyautogui/screenshot/ui-tars --tasks evaluation_examples/test_all.json
+      cua stats results/exp-20261125-0900 --timing --by domain
       cua stats results/exp-* --exclude-broken results/exp-check-20261121-0900/report.jsonl
     """
     from .stats.figures import across, run_figures
-    from .stats.output import render_stats
+    from .stats.output import render_stats, render_timing
 
     data = _read_runs(runs, tasks_file)
+    if timing:
+        if report:
+            raise InputError("--exclude-broken leaves tasks out of success rates: it does not go with --timing")
+        click.echo(render_timing(_timings(data), fmt, by))
+        return
     left_out = _leave_out_broken(data, report) if report else []
     figures = [run_figures(d, by) for d in data]
     for f, (pairs, tasks) in zip(figures, left_out):
@@ -502,20 +532,28 @@ def _leave_out_broken(runs, report) -> list[tuple[int, int]]:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the tasks whose results differ, as JSON.")
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False, exists=True),
               help="OSWorld task list: tasks with no result folder count as missing.")
-def compare(run_a, run_b, fmt, out, tasks_file):
+@click.option("--timing", is_flag=True, help="Compare where the time went instead (cua runs): the summary and "
+                                             "each phase of A and B side by side.")
+def compare(run_a, run_b, fmt, out, tasks_file, timing):
     """Paired per-task comparison of two runs, with a significance test.
 
     \b
     Examples:
       cua compare results/base-20261120-0900 results/new-20261121-0900
       cua compare runA runB --format json --out differing.json
+      cua compare runA runB --timing
     """
     import json
 
     from .stats.compare import compare as compare_runs
-    from .stats.output import render_compare
+    from .stats.output import render_compare, render_timing_compare
 
     (a,), (b,) = _read_runs([run_a], tasks_file), _read_runs([run_b], tasks_file)
+    if timing:
+        if out:
+            raise InputError("--out lists tasks whose results differ: it does not go with --timing")
+        click.echo(render_timing_compare(*_timings([a, b]), fmt))
+        return
     result = compare_runs(a, b)
     click.echo(render_compare(result, fmt))
     if out:
