@@ -9,12 +9,14 @@ import re
 
 import pytest
 from helpers.cli import run_cua
+from helpers.servers import ModelStandIn, completion
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from cua_cli.envserver.miniwob_backend import _chrome_paths
+from cua_cli.runfolder.jsonl import read_lines
 
 
 @pytest.fixture(scope="module")
@@ -38,17 +40,50 @@ def open_page(browser, path):
     assert problems == [], problems  # no JavaScript errors, no missing files
 
 
+class LoadedModel(ModelStandIn):
+    """A model server answering random clicks, whose /metrics (vLLM's names) say how many requests it is
+    serving (running), a queue that grows with the answers given (waiting) and a KV cache filling up."""
+
+    def __init__(self):
+        super().__init__()
+        self.rng, self.running, self.served = random.Random(5), 0, 0
+
+    def serve(self, handler, method, body):
+        if handler.path == "/metrics":
+            with self._lock:
+                text = (f"vllm:num_requests_running{{model_name=\"m\"}} {self.running}\n"
+                        f"vllm:num_requests_waiting{{model_name=\"m\"}} {self.served % 4}\n"
+                        f"vllm:kv_cache_usage_perc{{model_name=\"m\"}} {min(1.0, self.served / 40)}\n")
+            return self.reply(handler, 200, "text/plain; version=0.0.4", text.encode())
+        if handler.path.endswith("/models"):
+            return super().serve(handler, method, body)
+        with self._lock:
+            self.running += 1
+            x, y = self.rng.randint(0, 250), self.rng.randint(0, 330)
+        try:
+            self._stop.wait(0.05)  # a model takes its time: samples see requests running
+            self.reply(handler, 200, "application/json",
+                       completion(f"Thought: a try.\nAction: click(start_box='({x},{y})')"))
+        finally:
+            with self._lock:
+                self.running -= 1
+                self.served += 1
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
+    """A real MiniWoB rollout whose model server is sampled (metrics.jsonl)."""
     work = tmp_path_factory.mktemp("view")
-    (work / "c.yaml").write_text("""
-run: {name: viewed, results_dir: results}
-tasks: {kind: miniwob, miniwob: {names: [click-test, click-button, focus-text], seeds: [0, 1]}}
-env: {url: local, local: {max_envs: 2}}
-model: {provider: random, seed: 5}
-runner: {num_envs: 2, max_steps: 4}
+    with LoadedModel() as model:
+        (work / "c.yaml").write_text(f"""
+run: {{name: viewed, results_dir: results}}
+tasks: {{kind: miniwob, miniwob: {{names: [click-test, click-button, focus-text], seeds: [0, 1]}}}}
+env: {{url: local, local: {{max_envs: 2}}}}
+model: {{provider: openai, endpoints: ["{model.url}/v1"], name: m, image_uuids: false}}
+runner: {{num_envs: 2, max_steps: 4, sample_s: 0.1}}
 """)
-    assert run_cua("rollout", str(work / "c.yaml")).returncode == 0
+        r = run_cua("rollout", str(work / "c.yaml"))
+        assert r.returncode == 0, r.stderr
     (run_dir,) = (work / "results").iterdir()
     return run_dir
 
@@ -155,6 +190,66 @@ def test_large_run_in_progress(browser, tmp_path):
     assert len(browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")) == 500  # paged
     Select(browser.find_element(By.ID, "f-outcome")).select_by_value("missing")
     assert browser.find_element(By.ID, "shown").text.startswith("1000 of 10000")
+
+
+@pytest.mark.slow  # headless Chromium (selenium) and a real rollout
+def test_timeline_draws_each_attempt_in_its_lane_over_the_model_server_load(browser, run):
+    assert run_cua("view", str(run)).returncode == 0
+    open_page(browser, run / "view" / "index.html")
+    browser.find_element(By.LINK_TEXT, "Timeline").click()
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    lines = read_lines(run / "episodes.jsonl")
+    lanes = sorted({r["lane"] for r in lines})
+    assert len(lanes) == 2  # runner.num_envs
+    shown = browser.find_elements(By.CSS_SELECTOR, "svg.tl-plot g.lane")
+    assert sorted(g.get_attribute("data-lane") for g in shown) == lanes
+    labels = {t.text: t.rect for t in browser.find_elements(By.CSS_SELECTOR, ".lane-label")}
+    assert sorted(labels) == lanes
+    plot = browser.find_element(By.CSS_SELECTOR, "svg.tl-plot").rect
+    t0 = min(r["started_at"] - r["claim_wait_s"] for r in lines)
+    span = max(r["started_at"] + r["duration_s"] for r in lines) - t0
+    px = plot["width"] / span
+    legend = {k.text: k.find_element(By.TAG_NAME, "rect") for k in browser.find_elements(By.CSS_SELECTOR, ".key")
+              if k.find_elements(By.TAG_NAME, "rect")}
+    fill = "return getComputedStyle(arguments[0]).fill"
+    by_title = {}
+    for g in browser.find_elements(By.CSS_SELECTOR, "g.attempt"):
+        title = g.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+        by_title[title.splitlines()[0]] = (g, title)
+    assert len(by_title) == len(lines)
+    for r in lines:
+        g, title = by_title[f"{r['task_id']} · sample {r['sample']} · attempt {r['attempt']}"]
+        assert all(f"{p.removesuffix('_s')} {v:.3f} s" in title for p, v in r["phases"].items())
+        bar = g.find_element(By.CSS_SELECTOR, "rect.bar").rect
+        assert abs(bar["x"] - plot["x"] - (r["started_at"] - t0) * px) < 1.5, "the bar starts when the attempt did"
+        assert abs(bar["width"] - r["duration_s"] * px) < 1.5
+        assert g.find_element(By.XPATH, "..").get_attribute("data-lane") == r["lane"]
+        label = labels[r["lane"]]  # level with its lane's name
+        assert abs(bar["y"] + bar["height"] / 2 - label["y"] - label["height"] / 2) < 3
+        (alloc,) = g.find_elements(By.CSS_SELECTOR, "rect.p-allocate")
+        assert abs(alloc.rect["x"] - bar["x"]) < 1 and abs(alloc.rect["width"] - r["phases"]["allocate_s"] * px) < 1
+        steps = read_lines(run / r["traj"] / "traj.jsonl")
+        assert len(g.find_elements(By.CSS_SELECTOR, "rect.p-observe")) == len(steps) == r["steps"]  # in order
+        for cls in ("p-allocate", "p-observe", "p-act", "p-evaluate"):
+            seg = g.find_element(By.CSS_SELECTOR, f"rect.{cls}")
+            assert browser.execute_script(fill, seg) == browser.execute_script(fill, legend[cls[2:]])
+    colours = {browser.execute_script(fill, legend[k]) for k in ("allocate", "observe", "model", "act", "evaluate")}
+    assert len(colours) == 5
+    # Under the lanes, the model server's curves from metrics.jsonl.
+    samples = [m for m in read_lines(run / "metrics.jsonl") if m.get("up")]
+    assert samples
+    (server,) = browser.find_elements(By.CSS_SELECTOR, "g.curves.server")
+    assert server.get_attribute("data-server") == samples[0]["server"]
+    title = server.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+    assert f"running: max {max(m['running'] for m in samples):g}" in title
+    for cls in ("c-running", "c-waiting", "c-kv"):
+        assert server.find_element(By.CSS_SELECTOR, f"path.{cls}").get_attribute("d").count("L") > 1
+    assert server.rect["y"] > max(g.rect["y"] + g.rect["height"] for g in shown)
+    # Zooming stretches the time axis, and the ticks follow.
+    ticks = len(browser.find_elements(By.CSS_SELECTOR, ".tick"))
+    Select(browser.find_element(By.ID, "tl-zoom")).select_by_value("4")
+    assert abs(browser.find_element(By.CSS_SELECTOR, "svg.tl-plot").rect["width"] - 4 * plot["width"]) < 2
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".tick")) > ticks
 
 
 def files_under(root):

@@ -1,4 +1,6 @@
-"""The report's stylesheet and the index page's script (no network, no libraries)."""
+"""The report's stylesheet and its pages' scripts (no network, no libraries)."""
+
+from .lanes import COLOURS
 
 CSS = """
 :root { --ok: #1a7f37; --bad: #cf222e; --err: #9a6700; --miss: #6e7781; --line: #d0d7de; }
@@ -29,7 +31,29 @@ pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; pa
       word-break: break-word; margin: 4px 0; font-size: 12px; }
 .nav { display: flex; justify-content: space-between; margin: 8px 0; }
 .bad-text { color: var(--bad); }
-"""
+/* the timeline page */
+.note { color: var(--err); }
+.legend { display: flex; gap: 14px; flex-wrap: wrap; margin: 6px 0; }
+.key { display: inline-flex; gap: 4px; align-items: center; }
+.tl { display: grid; grid-template-columns: auto 1fr; background: #fff; border: 1px solid var(--line);
+      border-radius: 6px; padding: 6px 0; }
+.tl-scroll { overflow-x: auto; }
+.tl-inner { position: relative; width: 100%; }
+.tl-axis { height: 22px; position: relative; }
+.tl-plot { display: block; position: relative; }  /* over the ticks' lines */
+.tick { position: absolute; top: 0; height: 100%; border-left: 1px solid #eaeef2; pointer-events: none; }
+.tick span { position: absolute; top: 3px; left: 3px; font-size: 11px; color: #57606a; white-space: nowrap; }
+.lane-label, .panel-label, .panel-legend { text-anchor: end; font-size: 11px; fill: #1f2328; }
+.panel-label { font-weight: 600; } .panel-legend { fill: #57606a; font-size: 10px; }
+.tl-plot .attempt.error .bar { stroke: var(--bad); stroke-width: 1.5px;
+  vector-effect: non-scaling-stroke; }
+.panel-bg { fill: #f6f8fa; fill-opacity: .7; }
+.bands { image-rendering: pixelated; } .hit { fill: transparent; }
+.c-running, .c-waiting, .c-gpu { fill: none; stroke-width: 1.5px; vector-effect: non-scaling-stroke; }
+.c-running { stroke: #0969da; } .c-waiting { stroke: #cf222e; } .c-gpu { stroke: #1a7f37; }
+.c-kv { fill: #d8b9ff; fill-opacity: .55; }
+""" + "".join(f".p-{k} {{ fill: {v}; }}\n" for k, v in COLOURS.items()) \
+    + f".tl-plot .bar {{ fill: {COLOURS['other']}; }}\n"  # the phases' colours, as the bands' image has them
 
 INDEX_JS = """
 (function () {
@@ -101,5 +125,50 @@ INDEX_JS = """
   const params = new URLSearchParams(location.search);
   if (params.get('outcome')) outcomeSel.value = params.get('outcome');
   apply();
+})();
+"""
+
+TIMELINE_JS = """
+(function () {
+  // The time axis: ticks a readable distance apart at the zoom chosen; the plot itself is plain SVG.
+  const tl = document.getElementById('timeline');
+  if (!tl) return;
+  const span = Number(tl.dataset.span);
+  const inner = tl.querySelector('.tl-inner');
+  const axis = tl.querySelector('.tl-axis');
+  const zoom = document.getElementById('tl-zoom');
+  const STEPS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600,
+                 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  function label(s, step) {
+    const h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), sec = s % 60;
+    const digits = step < 1 ? Math.min(3, Math.ceil(-Math.log10(step))) : 0;
+    const ss = sec.toFixed(digits).padStart(digits ? digits + 3 : 2, '0');
+    return '+' + h + ':' + String(m).padStart(2, '0') + ':' + ss;
+  }
+  function draw() {
+    const px = inner.clientWidth;
+    let step = STEPS.find(s => s / span * px >= 90);
+    if (step === undefined) {  // days and more
+      step = 86400;
+      while (step / span * px < 90) step *= 2;
+    }
+    axis.parentNode.querySelectorAll('.tick').forEach(t => t.remove());
+    const frag = document.createDocumentFragment();
+    for (let i = 0; i * step <= span; i++) {
+      const t = document.createElement('div');
+      t.className = 'tick';
+      t.style.left = (i * step / span * 100) + '%';
+      if ((span - i * step) / span * px > 70) {  // a label that fits before the end
+        const l = document.createElement('span');
+        l.textContent = label(i * step, step);
+        t.appendChild(l);
+      }
+      frag.appendChild(t);
+    }
+    inner.insertBefore(frag, inner.firstChild);
+  }
+  zoom.addEventListener('change', () => { inner.style.width = (100 * Number(zoom.value)) + '%'; draw(); });
+  window.addEventListener('resize', draw);
+  draw();
 })();
 """

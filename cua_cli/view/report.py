@@ -1,5 +1,6 @@
 """Builds the static report: index.html (summary, per-domain chart, a filterable
-table of every pair) and one page per (task, sample) with every step drawn.
+table of every pair), one page per (task, sample) with every step drawn, and
+timeline.html, where each env slot's time went (timeline.py).
 
 Pages only reference screenshots (relative links), so a report inside the
 run folder adds a few KB per episode; a report written elsewhere hard-links
@@ -28,8 +29,10 @@ from ..runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
 from ..stats.compare import task_scores
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
-from .assets import CSS, INDEX_JS
+from ..stats.timing import read_metrics
+from .assets import CSS, INDEX_JS, TIMELINE_JS
 from .marks import marks_svg
+from .timeline import timeline_page
 
 E = html.escape
 
@@ -77,7 +80,7 @@ class Report:
         self._dirs = {str(self.out)}  # report folders made and checked
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            self.reader = RunReader(self.run).refresh(warn=True)
+            self.reader = RunReader(self.run, keep_attempts=True).refresh(warn=True)  # the timeline draws them all
         except OSError as e:  # a file where a folder is due, a folder named episodes.jsonl
             raise ReportError(f"{run_path}: {e}") from None
         if not self._mkdir(os.path.join(self.out, "episodes")):
@@ -99,6 +102,10 @@ class Report:
             prev = self.pairs[i - 1] if i > 0 else None
             nxt = self.pairs[i + 1] if i + 1 < len(self.pairs) else None
             _write(self.page_path(pair), self._episode_page(pair, prev, nxt))
+        _write(self.out / "timeline.js", TIMELINE_JS)
+        _write(self.out / "timeline.html", _page(f"cua run {self.run.name} · timeline",
+                                                 timeline_page(self.reader, read_metrics(self.run)[0]),
+                                                 "style.css", '<script src="timeline.js"></script>'))
         index = self.out / "index.html"
         _write(index, self._index_page())
         return index
@@ -144,6 +151,8 @@ class Report:
         body = f"""<header><h1>{E(self.run.name)}</h1></header><main>
 <div class="cards">{cards_html}</div>
 <p>Errors by stop reason: {errors}. Missing pairs and errors count 0 in the success rate.</p>
+<p><a href="timeline.html">Timeline</a>: where each env slot's time went, attempt by attempt, over the model
+servers' load.</p>
 <h2>Success rate by domain</h2>{_domain_chart(fig["domains"])}
 <h2>Episodes</h2>
 <div class="controls">
