@@ -572,7 +572,9 @@ def compare(run_a, run_b, fmt, out, tasks_file, timing):
 def view(runs, out):
     """Write a static HTML report of a run: open index.html in any browser.
 
-    With two runs, also a page of the tasks whose results differ.
+    Besides every episode step by step, a timeline page draws each env slot's
+    attempts by phase over the model servers' load (timeline.html). With two
+    runs, also a page of the tasks whose results differ.
 
     \b
     Examples:

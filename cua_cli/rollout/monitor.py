@@ -34,7 +34,8 @@ class Monitor:
         self.path = Path(run_path) / METRICS
         self.servers = sorted({server_root(e) for e in endpoints})
         self.interval_s = interval_s
-        self.timeout_s = max(0.2, min(2.0, interval_s * 2))
+        # A busy vLLM answers /metrics late (its engine holds the GIL): late is not down.
+        self.timeout_s = max(1.0, min(5.0, interval_s * 4))
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         self.gpus = None
