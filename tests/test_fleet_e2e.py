@@ -58,6 +58,18 @@ def _final(run):
     return final
 
 
+def _check_load_and_phases(run, doc, final, steps):
+    """The rollout sampled every server's real /metrics, and its attempts' model time is their steps'."""
+    samples = [m for m in read_lines(run / "metrics.jsonl") if m.get("up")]
+    assert {m["server"] for m in samples} == {s["url"] for s in doc["servers"]}
+    assert any(m["running"] > 0 for m in samples) and all(0 <= m["kv_usage"] <= 1 for m in samples)
+    assert samples[-1]["generation_tokens"] > 0 and samples[-1]["prompt_tokens"] > 0
+    t = json.loads(run_cua("stats", str(run), "--timing", "--format", "json").stdout)["runs"][0]
+    assert 0 < t["model_busy"] <= 1 and t["env"]["model"] > 0 and len(t["model_servers"]) == 2
+    model_s = sum(s["timings"]["model_s"] for s in steps)
+    assert abs(sum(r["phases"]["model_s"] for r in final.values()) - model_s) < 0.01 * len(steps) + 0.01
+
+
 def test_fleet_serves_and_reports(fleet):
     work, fleet_file, doc = fleet
     assert len(doc["servers"]) == 2 and doc["servers"][0]["served_model_name"] == "tiny-vlm"
@@ -79,15 +91,7 @@ def test_rollout_through_fleet_with_guided_decoding(fleet):
     assert steps and all(t["finish_reason"] == "length" for s in steps for t in s.get("failed_tries", [])), steps
     assert any(s["parse_retries"] == 0 and s["action"] for s in steps)
     assert {s["endpoint"] for s in steps} == {f"{s['url']}/v1" for s in doc["servers"]}, "both servers used"
-    # The rollout sampled both servers' real /metrics, and the time went to the model as the steps say.
-    samples = [m for m in read_lines(run / "metrics.jsonl") if m.get("up")]
-    assert {m["server"] for m in samples} == {s["url"] for s in doc["servers"]}
-    assert any(m["running"] > 0 for m in samples) and all(0 <= m["kv_usage"] <= 1 for m in samples)
-    assert samples[-1]["generation_tokens"] > 0 and samples[-1]["prompt_tokens"] > 0
-    t = json.loads(run_cua("stats", str(run), "--timing", "--format", "json").stdout)["runs"][0]
-    assert 0 < t["model_busy"] <= 1 and t["env"]["model"] > 0 and len(t["model_servers"]) == 2
-    model_s = sum(s["timings"]["model_s"] for s in steps)
-    assert abs(sum(r["phases"]["model_s"] for r in final.values()) - model_s) < 0.01 * len(steps) + 0.01
+    _check_load_and_phases(run, doc, final, steps)
 
 
 def test_ray_runner_actors_play_through_the_fleet_with_the_versions_the_driver_reads(fleet, ray_cluster, tmp_path):
@@ -132,15 +136,7 @@ runner: {{num_envs: 2, max_steps: 4}}
     assert len(final) == 12 and all(rec["outcome"] != "error" for rec in final.values())
     steps = [s for rec in final.values() for s in read_lines(run / rec["traj"] / "traj.jsonl")]
     assert {s["endpoint"] for s in steps} == {f"{s['url']}/v1" for s in doc["servers"]}, "both servers used"
-    # The rollout sampled both servers' real /metrics, and the time went to the model as the steps say.
-    samples = [m for m in read_lines(run / "metrics.jsonl") if m.get("up")]
-    assert {m["server"] for m in samples} == {s["url"] for s in doc["servers"]}
-    assert any(m["running"] > 0 for m in samples) and all(0 <= m["kv_usage"] <= 1 for m in samples)
-    assert samples[-1]["generation_tokens"] > 0 and samples[-1]["prompt_tokens"] > 0
-    t = json.loads(run_cua("stats", str(run), "--timing", "--format", "json").stdout)["runs"][0]
-    assert 0 < t["model_busy"] <= 1 and t["env"]["model"] > 0 and len(t["model_servers"]) == 2
-    model_s = sum(s["timings"]["model_s"] for s in steps)
-    assert abs(sum(r["phases"]["model_s"] for r in final.values()) - model_s) < 0.01 * len(steps) + 0.01
+    _check_load_and_phases(run, doc, final, steps)
     # A step's time is when its screenshot came; its model call follows within a moment.
     before = {(s["model_version"], s["policy_version"]) for s in steps if s["time"] < changed - 2}
     after = {(s["model_version"], s["policy_version"]) for s in steps if s["time"] > changed + 2}
