@@ -326,3 +326,32 @@ def test_backend_can_press_every_key_the_subset_names():
     from cua_cli.envserver.miniwob_backend import KEYS
     from cua_cli.pyautogui_vocab import KEY_NAMES
     assert KEY_NAMES <= set(KEYS)
+
+
+def test_an_env_a_lost_runner_held_is_listed_and_given_back_by_envs_gc(env, tmp_path):
+    """The env-cluster protocol's envs are leased in the run folder as desktops are: one whose runner
+    died with it (no release) is found by `cua envs list` and released by `cua envs gc`."""
+    from helpers.cli import run_cua
+
+    from cua_cli._util.budget import Budget
+    from cua_cli.envs.env_cluster import ClusterEnv, EnvSettings
+    from cua_cli.runfolder.leases import held_record, still_held
+    from cua_cli.runfolder.writer import RunDir, traj_rel
+    from cua_cli.tasks import task_from_dict
+
+    server, url, _ = env
+    run = RunDir.create(tmp_path / "results", "lost", {"env": {"url": url}})
+    item = {"task_id": "lost/one", "domain": "click-test", "sample": 0, "attempt": 0,
+            "config": {"miniwob": "click-test", "seed": 1}, "evaluator": {"func": "miniwob_reward"}}
+    session = ClusterEnv(EnvSettings(url)).allocate(task_from_dict(item), Budget(60.0), run.traj(item))
+    (held,) = still_held(run.path)
+    assert held["protocol"] == "env-cluster" and held["id"] == session.server_id
+    assert held["traj"] == traj_rel("lost/one", 0, 0)
+    assert session.server_id in {s["server_id"] for s in server.pool.sessions()}
+    # A record of an env the server no longer knows (expired, or given back by hand) counts as given back.
+    run.traj({**item, "attempt": 1}).lease(held_record(url, "no-such-env", protocol="env-cluster"))
+    listed = run_cua("envs", "list", str(run.path))
+    assert listed.returncode == 0 and session.server_id in listed.stdout and "no-such-env" in listed.stdout
+    gc = run_cua("envs", "gc", str(run.path))
+    assert gc.returncode == 0, gc.stderr
+    assert still_held(run.path) == [] and server.pool.sessions() == []

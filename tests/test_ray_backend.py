@@ -17,15 +17,23 @@ from helpers.net import free_port
 from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.runfolder.leases import still_held
 
 pytestmark = pytest.mark.slow  # a real 3-node Ray cluster
 
 
 @pytest.fixture(scope="module")
-def env_url():
-    server, url = start_env_server(max_envs=4)
-    yield url
+def env_server():
+    # Runners lost or stopped at once give their envs back through the run's leases.jsonl; the idle
+    # timeout is the env server's own guard (as the README asks of every one) should one slip by.
+    server, url = start_env_server(max_envs=4, idle_timeout_s=60)
+    yield server, url
     stop_env_server(server)
+
+
+@pytest.fixture(scope="module")
+def env_url(env_server):
+    return env_server[1]
 
 
 def _config(tmp_path, ray_cluster, env_url, seeds=6, steps=3, backend="ray", num_cpus=1):
@@ -225,7 +233,8 @@ def _stopped(pid: int) -> bool:
         return False
 
 
-def test_an_actor_that_hangs_unnoticed_by_ray_is_lost_and_its_pairs_played_elsewhere(tmp_path, ray_cluster, env_url):
+def test_an_actor_that_hangs_unnoticed_by_ray_is_lost_and_its_pairs_played_elsewhere(tmp_path, ray_cluster,
+                                                                                       env_server, env_url):
     """A worker frozen (SIGSTOP) looks alive to Ray and its stream just goes quiet: after
     runner.ray.lost_after_s without a step or an answer to a ping it is lost, killed and replaced."""
     c, workers = ray_cluster
@@ -254,6 +263,8 @@ def test_an_actor_that_hangs_unnoticed_by_ray_is_lost_and_its_pairs_played_elsew
     assert len(final) == 8 and all(e["outcome"] in ("success", "failure") for e in final.values())
     assert os.listdir(_run(tmp_path) / "queue" / "claimed") == []
     wait_for(lambda: not any(_stopped(pid) for pid in frozen), what="the lost actor killed, not left frozen")
+    # The env the frozen actor held went back to the server when its attempt was filed as lost.
+    assert still_held(_run(tmp_path)) == [] and env_server[0].pool.sessions() == []
 
 
 def test_an_address_where_no_ray_cluster_answers_fails_at_once_with_one_line(tmp_path, ray_cluster, env_url):

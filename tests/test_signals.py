@@ -16,6 +16,7 @@ from helpers.waiting import wait_for
 
 from cua_cli._util.httpclient import Client
 from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.runfolder.leases import still_held
 
 # Generous: the suite must pass on a loaded 2-core machine. A hang shows as a timeout here.
 ENDS_WITHIN_S = 120
@@ -137,6 +138,7 @@ def test_any_mix_of_signals_ends_the_run_and_resume_finishes_every_pair_once(tmp
         run, _, _ = _stop_and_check(p, tmp_path, env_url, 130)
     finally:
         kill_group(p)
+    assert still_held(run) == [], "envs of runners stopped at once are given back before the rollout exits"
     _finish_and_check(cfg, run, env_url, 8)
 
 

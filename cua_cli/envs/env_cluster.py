@@ -17,6 +17,7 @@ from .._util.retry import describe, pause, with_retries
 from .._util.text import clip
 from ..actions import to_command
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, TaskRefused
+from ..runfolder.leases import ENV_CLUSTER, held_record, released_record
 from ..tasks import Task
 from . import Evaluation, Observation, StepResult
 
@@ -64,7 +65,11 @@ class ClusterEnv:
                                     deadline=budget.deadline)
                 if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
                     raise EnvError("allocate env: the answer's data has no server_id")
-                return ClusterSession(self, str(data["server_id"]), data, task)
+                session = ClusterSession(self, str(data["server_id"]), data, task, leases)
+                if leases is not None:  # before it is used: a runner lost mid-episode leaves it findable
+                    leases.lease(held_record(self.base, session.server_id, protocol=ENV_CLUSTER,
+                                             task_id=task.task_id))
+                return session
             except EnvError as e:
                 status = _status(e)
                 if status in REFUSED:  # the task's config is wrong for this env: no retry will change that
@@ -79,10 +84,11 @@ class ClusterSession:
     """One allocated env: observe, act, evaluate, release."""
     setup_s = 0.0  # the cluster resets the env inside its allocation: all of it counts as allocate
 
-    def __init__(self, cluster: ClusterEnv, server_id: str, data: dict, task: Task):
+    def __init__(self, cluster: ClusterEnv, server_id: str, data: dict, task: Task, leases=None):
         self.c = cluster
         self.server_id = server_id
         self.task = task
+        self.leases = leases
         instruction = data.get("instruction")
         self.instruction = instruction if isinstance(instruction, str) else None
 
@@ -129,6 +135,17 @@ class ClusterSession:
 
     def release(self, budget: Budget) -> None:
         self._call("release", "/server/release", {}, budget)
+        if self.leases is not None:
+            self.leases.lease(released_record(self.c.base, self.server_id))
+
+
+def release_env(server: str, env_id: str, token: str | None, budget: Budget) -> None:
+    """Give back an env a lost runner held (leases.jsonl): the protocol's release, retried; EnvError."""
+    try:
+        ClusterSession(ClusterEnv(EnvSettings(server, token)), env_id, {}, None).release(budget)
+    except EnvError as e:
+        if _status(e) != 404:  # 404: the server no longer knows it (expired, or given back): nothing is held
+            raise
 
 
 def _image_size(png: bytes) -> tuple[int, int]:

@@ -127,6 +127,8 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     finally:
         progress.close()
         monitor.stop()
+        if runners is not None:  # envs of runners stopped at once or lost (leases.jsonl), while servers still run
+            release_leftovers(run.path, secrets.get("env"), local_too=False)
         if local:
             local.stop()
         if watcher:

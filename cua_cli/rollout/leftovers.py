@@ -15,9 +15,10 @@ from .._util.budget import Budget
 from .._util.diag import warn
 from .._util.httpclient import Unreachable
 from .._util.procgroup import kill_group
+from ..envs.env_cluster import release_env
 from ..errors import EnvError
 from ..osworld.allocation import Allocator
-from ..runfolder.leases import record, released_record, still_held
+from ..runfolder.leases import ENV_CLUSTER, record, released_record, still_held
 
 RELEASE_TIMEOUT_S = 30.0
 LOCAL_SERVER = "env-server.json"   # in the run folder: the local server's url and pid
@@ -30,19 +31,25 @@ class Outcome:
     failed: list[tuple[dict, str]]
 
 
-def release_leftovers(run_path, token: str | None) -> Outcome:
-    """Give back every env the run's leases.jsonl still holds. A loopback server that no longer
-    listens went with the run that started it (`env.url: local`), and its desktops with it."""
+def release_leftovers(run_path, token: str | None, traj: str | None = None, local_too: bool = True) -> Outcome:
+    """Give back every env the run's leases.jsonl still holds (only those of the attempt whose folder
+    is `traj`, when given). A loopback server that no longer listens went with the run that started it
+    (`env.url: local`), and its desktops with it; `local_too=False` leaves a running local server be."""
     out = Outcome([], [])
     allocator = Allocator([], token)
-    local = _stop_local_server(Path(run_path) / LOCAL_SERVER)
+    local = _stop_local_server(Path(run_path) / LOCAL_SERVER) if local_too else None
     for lease in still_held(run_path):
+        if traj is not None and lease.get("traj") != traj:
+            continue
         if lease["server"] == local:
             record(run_path, released_record(lease["server"], lease["id"]))
             out.released.append(lease)
             continue
         try:
-            allocator.release(lease["server"], lease["id"], Budget(RELEASE_TIMEOUT_S))
+            if lease.get("protocol") == ENV_CLUSTER:
+                release_env(lease["server"], lease["id"], token, Budget(RELEASE_TIMEOUT_S))
+            else:
+                allocator.release(lease["server"], lease["id"], Budget(RELEASE_TIMEOUT_S))
         except EnvError as e:
             if not isinstance(e.__cause__, Unreachable) or urlsplit(lease["server"]).hostname not in ("127.0.0.1", "localhost", "::1"):
                 out.failed.append((lease, str(e)))

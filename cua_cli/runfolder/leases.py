@@ -1,9 +1,13 @@
-"""The envs a run holds (`leases.jsonl`): each desktop cua allocates is written here as held
-before it is used, and as released after, so one left by a crash or `kill -9` can be found
-and released (`cua envs list RUN`, `cua envs gc RUN`).
+"""The envs a run holds (`leases.jsonl`): each env cua allocates is written here as held
+before it is used, and as released after, so one left by a crash, `kill -9` or a lost
+runner can be found and released (`cua envs list RUN`, `cua envs gc RUN`, the rollout itself).
 
-    {"lease": KEY, "state": "held", "server": URL, "id": ID, "api": URL, "task_id", "sample", "attempt", "at"}
+    {"lease": KEY, "state": "held", "server": URL, "id": ID, "protocol": P, "task_id", "traj", "at"}
     {"lease": KEY, "state": "released", "at"}
+
+P says how to give it back: "dart" (DART's allocation servers, OSWorld desktops; also when
+absent) or "env-cluster" (the env-cluster protocol's /server/release). `traj` is the folder of
+the attempt that took it.
 
 KEY is the server and the env's id: unique across the run, and the same when gc releases it.
 """
@@ -32,6 +36,9 @@ def released_record(server: str, env_id: str) -> dict:
 
 def record(run_path, rec: dict) -> None:
     append_line(Path(run_path) / LEASES, rec)
+
+
+ENV_CLUSTER = "env-cluster"
 
 
 def still_held(run_path) -> list[dict]:

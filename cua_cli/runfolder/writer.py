@@ -91,6 +91,10 @@ class TrajWriter:
         self._made = False
 
     def lease(self, rec: dict) -> None:
+        """An env this attempt took (named with the attempt's folder, so the run can give back what a
+        lost runner held) or gave back."""
+        if rec.get("state") == "held":
+            rec = {**rec, "traj": self.dir.relative_to(self.run_path).as_posix()}
         record(self.run_path, rec)
 
     def _folder(self) -> Path:

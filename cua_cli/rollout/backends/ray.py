@@ -28,8 +28,9 @@ from ...config.fleet_file import FleetVersions
 from ...errors import InputError
 from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
-from ...runfolder.writer import a11y_tree_name, screenshot_name
+from ...runfolder.writer import a11y_tree_name, screenshot_name, traj_rel
 from ...tasks import task_from_dict
+from ..leftovers import release_leftovers
 from ..player import Player
 from ..runner import IdleSlots, checked_task, file_attempt, placed
 
@@ -469,9 +470,12 @@ class RayActors:
             if rec is None:
                 if self.killed:
                     return  # kill() puts the claim back
-                # The actor died under the attempt: a lost runner, not an agent failure.
+                # The actor died under the attempt: a lost runner, not an agent failure. What env it
+                # held goes back now, or the server's pool would shrink with every lost actor.
                 self._replace(i, actor)
                 rec = error_line(item, "runner_lost", "the Ray actor playing this pair died (or its node)")
+                release_leftovers(self.run.path, self.secrets.get("env"), traj_rel(
+                    item["task_id"], item["sample"], item["attempt"]), local_too=False)
             file_attempt(self.queue, item, placed(rec, lane, waited))
             idle_since = time.monotonic()
 
