@@ -132,6 +132,12 @@ vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 3.0
 """
 
 
+def test_the_sampler_writes_the_fields_the_run_folder_contract_names():
+    from cua_cli.fleet.metrics import LOAD
+    from cua_cli.runfolder.records import SERVER_SAMPLE
+    assert tuple(LOAD) == SERVER_SAMPLE
+
+
 def test_parse_sums_labels_and_leaves_buckets_out():
     m = load(parse(VLLM_TEXT))
     assert m["running"] == 3 and m["waiting"] == 4 and m["kv_usage"] == 0.25 and m["prefix_hits"] == 7

@@ -133,20 +133,26 @@ def phases_of(rec: dict) -> dict | None:
     return phases
 
 
+# A metrics.jsonl line's fields besides "t": a model server's sample (fleet/metrics.py LOAD) or a GPU's.
+SERVER_SAMPLE = ("running", "waiting", "kv_usage", "prefix_hits", "prefix_queries", "prompt_tokens",
+                 "generation_tokens", "queue_s_sum", "queue_count")
+GPU_SAMPLE = ("util", "mem_used", "mem_total")
+
+
 def metric_record(obj) -> dict | None:
-    """A metrics.jsonl line: a model server's sample {"t", "server", "up", ...LOAD fields} or a GPU's
-    {"t", "gpu", "util", "mem_used", "mem_total"}; None for anything else. A field that is not a
+    """A metrics.jsonl line: a model server's sample {"t", "server", "up", SERVER_SAMPLE...} or a GPU's
+    {"t", "gpu", GPU_SAMPLE...}, with those fields only; None for anything else. A field that is not a
     number is read as null, so one bad value never drops a curve."""
     if type(obj) is not dict or not _in_range(obj.get("t"), 0, _MAX_DURATION * 10):
         return None
-    if type(obj.get("server")) is str:
-        if type(obj.get("up")) is not bool:
-            return None
-        return {k: (v if k in ("t", "server", "up") or _in_range(v, 0, _MAX_NUMBER) else None)
-                for k, v in obj.items()}
-    if is_index(obj.get("gpu")):
-        return {k: (v if k in ("t", "gpu") or _in_range(v, 0, _MAX_NUMBER) else None) for k, v in obj.items()}
-    return None
+    if type(obj.get("server")) is str and type(obj.get("up")) is bool:
+        head, fields = {"server": obj["server"], "up": obj["up"]}, SERVER_SAMPLE
+    elif is_index(obj.get("gpu")):
+        head, fields = {"gpu": obj["gpu"]}, GPU_SAMPLE
+    else:
+        return None
+    values = {k: obj[k] if _in_range(obj.get(k), 0, _MAX_NUMBER) else None for k in fields}
+    return {"t": obj["t"], **head, **values}
 
 
 def supersedes(new: dict, old: dict | None) -> bool:

@@ -97,13 +97,17 @@ class _Stream:
 
 
 class _PushedVersions:
-    """The fleet file's versions as the driver last read them (an actor's node may not have the file)."""
+    """The fleet file as the driver last read it, a FleetVersions for an actor (whose node may not have
+    the file): (each endpoint's versions, each endpoint's entry)."""
 
-    def __init__(self, table: dict):
-        self.current = table
+    def __init__(self, pushed: tuple[dict, dict]):
+        self.current = pushed
 
     def table(self) -> dict:
-        return self.current
+        return self.current[0]
+
+    def entries(self) -> dict:
+        return self.current[1]
 
 
 class InActor:
@@ -179,9 +183,9 @@ def _not_a_gcs(address: str) -> str | None:
 class RunnerActor:
     """Plays pairs the driver hands it, streaming their steps back (a Ray actor, threaded)."""
 
-    def __init__(self, cfg, env_url: str, secrets: dict, router, versions: dict | None):
+    def __init__(self, cfg, env_url: str, secrets: dict, router, versions: tuple | None):
         self.player = Player(cfg, env_url, secrets, router)
-        self.versions = _PushedVersions(versions or {})
+        self.versions = _PushedVersions(versions or ({}, {}))
         if versions is not None:
             self.player.model.versions = self.versions
         self.stop = threading.Event()
@@ -196,8 +200,8 @@ class RunnerActor:
         """An answer, from a thread of its own (concurrency group "probe"), however busy the actor is."""
         return True
 
-    def set_versions(self, table: dict) -> None:
-        self.versions.current = table
+    def set_versions(self, pushed: tuple[dict, dict]) -> None:
+        self.versions.current = pushed
 
     def request_stop(self) -> None:
         self.stop.set()
@@ -347,8 +351,8 @@ class RayActors:
                                  "node's own)")
         return True
 
-    def _versions(self) -> dict | None:
-        return self.versions.table() if self.versions else None
+    def _versions(self) -> tuple[dict, dict] | None:
+        return (self.versions.table(), self.versions.entries()) if self.versions else None
 
     def _heartbeat(self) -> None:
         # The driver holds the leases of every claim its actors play, until its last slot ends.
@@ -362,11 +366,11 @@ class RayActors:
     def supervise(self) -> str | None:
         """Pass a changed fleet file's versions on to the actors, and let placed replacements join;
         news for the user, or None."""
-        table = self._versions()
-        if table is not None and table != self._pushed:
-            self._pushed = table
+        pushed = self._versions()
+        if pushed is not None and pushed != self._pushed:
+            self._pushed = pushed
             for a in self._started():
-                a.set_versions.remote(table)
+                a.set_versions.remote(pushed)
         return self._placed()
 
     def _started(self) -> list:
