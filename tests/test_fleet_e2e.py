@@ -186,9 +186,9 @@ def test_trainer_handoff_export_check_train_reload(fleet):
                   "--set", "tasks.rollout_n=2",
                   "--set", "runner.poll_s=0.5", "--set", "model.retries=3", cwd=work, new_session=False)
     try:
-        def steps():
-            return [json.loads(line) for f in (work / "results-rl").glob("*/trajectories/*/*/traj.jsonl")
-                    for line in f.read_text().splitlines()]
+        def steps():  # lines still being written are left for the next look
+            return [s for f in (work / "results-rl").glob("*/trajectories/*/*/traj.jsonl")
+                    for s in read_lines(f, warn=False)]
 
         deadline = time.monotonic() + 600
         while not steps() or len(os.listdir(next((work / "results-rl").iterdir()) / "queue" / "done")) < 12:
