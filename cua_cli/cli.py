@@ -318,7 +318,8 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, verbose, 
     else:
         from .envserver.server import serve
 
-        serve(host, port, max_envs, token_env, verbose, idle_timeout, tasks, seeds)
+        serve(host, port=port, max_envs=max_envs, token_env=token_env, verbose=verbose, idle_timeout_s=idle_timeout,
+              agentgym_tasks=tasks, agentgym_seeds=seeds)
 
 
 @main.command("start-models", context_settings={"ignore_unknown_options": True})
@@ -581,11 +582,11 @@ def view(runs, out):
       cua view results/exp-20261121-0900
       cua view results/base-20261120-0900 results/new-20261121-0900
     """
-    from .view.report import Report, build_compare
+    from .view.report import RunReport, build_compare
 
     if len(runs) > 2:
         raise InputError("cua view takes one run, or two to compare")
-    reports = [Report(r, Path(out) / (f"run-{i}" if len(runs) == 2 else "") if out else None)
+    reports = [RunReport(r, Path(out) / (f"run-{i}" if len(runs) == 2 else "") if out else None)
                for i, r in enumerate(runs)]
     try:
         pages = [r.build() for r in reports]

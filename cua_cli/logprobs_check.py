@@ -37,7 +37,7 @@ WEIGHT_FILES = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.ind
 
 
 @dataclass
-class Report:
+class LogprobReport:
     rows: list[dict]      # one per model call shown: the worst MAX_ROWS when there are more
     summary: str
     max_abs_diff: float   # over every token compared; inf when a call could not be compared
@@ -128,7 +128,7 @@ def response_logprobs(model, processor, prompt_ids, response_ids, images):
 
 
 def check_run(run: Path, model_dir: Path, tolerance: float, max_steps: int | None, dtype: str, device: str,
-              echo) -> Report:
+              echo) -> LogprobReport:
     """Compare every recorded logprob of the final attempts in `run` with the model's own."""
     calls = _recorded_calls(run)
     if not calls:
@@ -246,7 +246,7 @@ def _image_files(prompt) -> list[str]:
     return files
 
 
-def _report(results: list[dict], guided: int, tolerance: float, model_dir: Path) -> Report:
+def _report(results: list[dict], guided: int, tolerance: float, model_dir: Path) -> LogprobReport:
     compared = [r for r in results if r["_diffs"] is not None]
     skipped = sum(r["_skipped"] for r in results)
     failed = len(results) - len(compared) - skipped
@@ -275,4 +275,4 @@ def _report(results: list[dict], guided: int, tolerance: float, model_dir: Path)
     summary = "; ".join(parts) + f". Tolerance {tolerance:g}: {verdict}."
     shown = [{k: v for k, v in r.items() if not k.startswith("_") and (k != "problem" or failed)}
              for r in rows if not r["_skipped"]]
-    return Report(shown, summary, max_diff, passed)
+    return LogprobReport(shown, summary, max_diff, passed)

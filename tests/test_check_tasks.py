@@ -148,6 +148,7 @@ def _episodes(folder: Path, phase: str) -> list[dict]:
     return read_lines(next(folder.glob(f"{phase}-*")) / "episodes.jsonl")
 
 
+@pytest.mark.slow  # a whole rollout through runner processes
 def test_an_oracle_that_fails_is_named_and_the_report_leaves_it_out_of_stats(tmp_path):
     wrong = dict(ORACLE, **{"webarena@1": ["Wrong. " + winning_action("webarena", 7)]})
     with AgentGymStandIn("webarena", tasks=5) as url:
@@ -186,6 +187,7 @@ def test_an_oracle_that_fails_is_named_and_the_report_leaves_it_out_of_stats(tmp
     assert table.returncode == 0 and "left out 3 pairs of 1 task that" in table.stdout
 
 
+@pytest.mark.slow  # a whole rollout through runner processes
 def test_every_task_ok_exits_0_and_an_env_that_fails_is_a_setup_error(tmp_path):
     with AgentGymStandIn("webarena", tasks=5) as url:
         cfg = _webarena(tmp_path, url, ORACLE)
@@ -203,6 +205,7 @@ def test_every_task_ok_exits_0_and_an_env_that_fails_is_a_setup_error(tmp_path):
     assert all(x["why"].startswith("oracle sample 0: env_error") for x in lines)
 
 
+@pytest.mark.slow  # a whole rollout through runner processes
 def test_an_interrupted_check_resumes_and_plays_each_pair_once(tmp_path):
     server = AgentGymStandIn("webarena", tasks=5)
     with server as url:

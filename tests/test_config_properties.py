@@ -229,6 +229,7 @@ NUMERIC = [(key, _range(meta), is_list) for key, f, tp in _fields(Config)
            for base, meta, _, is_list in [_unwrap(tp, f.metadata)] if base in (int, float)]
 
 
+@pytest.mark.slow  # a long property run
 @given(doc=valid_configs, past=st.sampled_from(NUMERIC), above=st.booleans())
 def test_valid_config_round_trips_and_every_bound_holds(tmp_path_factory, doc, past, above):
     cfg = load_config(str(_write(tmp_path_factory, yaml.safe_dump(doc))))

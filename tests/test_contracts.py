@@ -34,7 +34,7 @@ from cua_cli.models import AnswerFormat, Image, Params, Reply, make_model
 from cua_cli.models.image_processor import UNKNOWN
 from cua_cli.osworld.a11y_tree import parse as parse_tree
 from cua_cli.osworld.a11y_tree import table as tree_table
-from cua_cli.rollout.envserver_process import LocalEnvServer
+from cua_cli.rollout.envserver_process import EnvServerProcess
 from cua_cli.runfolder.records import turn_fields
 from cua_cli.tasks import Task
 
@@ -67,7 +67,7 @@ class EnvCase:
 def env_server(tmp_path_factory):
     """The built-in MiniWoB++ env server: the real thing the cluster env speaks to."""
     log = tmp_path_factory.mktemp("contract-env") / "env-server.log"
-    server = LocalEnvServer(2, 0, None, log)
+    server = EnvServerProcess(2, 0, None, log)
     url = server.start()
     yield url
     server.stop()
@@ -104,7 +104,7 @@ def desktop_server(tmp_path_factory):
     """cua's own desktop server (`cua env-server --backend desktop`): real X desktops, allocated through
     DART's protocol, each with OSWorld's in-VM API."""
     log = tmp_path_factory.mktemp("contract-desktops") / "env-server.log"
-    server = LocalEnvServer(2, 0, "CUA_CONTRACT_DESKTOP_TOKEN", log, 0.0, ["--backend", "desktop"],
+    server = EnvServerProcess(2, 0, "CUA_CONTRACT_DESKTOP_TOKEN", log, 0.0, ["--backend", "desktop"],
                             {**os.environ, "CUA_CONTRACT_DESKTOP_TOKEN": "contract-token"})
     url = server.start()
     yield url

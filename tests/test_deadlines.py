@@ -21,7 +21,7 @@ from cua_cli.envs.agentgym import AgentGymEnv
 from cua_cli.envs.env_cluster import ClusterEnv, ClusterSession, EnvSettings
 from cua_cli.errors import EnvError, EpisodeTimeout, ModelError, Stopped
 from cua_cli.fleet import metrics
-from cua_cli.fleet.server import Server
+from cua_cli.fleet.server import ModelServer
 from cua_cli.models import Params, make_model
 from cua_cli.tasks import Task
 
@@ -87,7 +87,7 @@ def test_an_agentgym_server_that_never_finishes_its_answer_is_an_env_error():
 def test_fleet_health_and_metrics_end_by_their_timeout(tmp_path):
     with DripServer("head") as server:
         port = int(server.url.rsplit(":", 1)[1])
-        s = Server(0, [], port, "m", "m", [], {}, tmp_path / "log")
+        s = ModelServer(0, [], port, "m", "m", [], {}, tmp_path / "log")
         with _Clock() as clock:
             assert not s.healthy(timeout=0.5)
         assert clock.took < ENDED_WITHIN

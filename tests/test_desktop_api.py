@@ -7,7 +7,7 @@ import time
 import pytest
 from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
 
-from cua_cli.envserver.desktop.desktop import Desktop
+from cua_cli.envserver.desktop.desktop import LocalDesktop
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 
@@ -16,7 +16,7 @@ pytestmark = [needs_desktops, pytest.mark.slow]
 def desktop(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("desktops")
     workdir.chmod(0o711)
-    d = Desktop(workdir, "127.0.0.1", (1920, 1080))
+    d = LocalDesktop(workdir, "127.0.0.1", (1920, 1080))
     yield d
     d.close()
     assert d.sandbox.processes() == []

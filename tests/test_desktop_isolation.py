@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers.desktops import needs_desktops, request, run
 
-from cua_cli.envserver.desktop.desktop import Desktop
+from cua_cli.envserver.desktop.desktop import LocalDesktop
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 SECRET = "cua-secret-" + os.urandom(6).hex()
@@ -25,7 +25,7 @@ def pair(tmp_path_factory):
     desktops = []
     try:
         for _ in range(2):
-            desktops.append(Desktop(workdir, "127.0.0.1", (1024, 768)))
+            desktops.append(LocalDesktop(workdir, "127.0.0.1", (1024, 768)))
         yield desktops
     finally:
         del os.environ["CUA_TEST_SERVER_SECRET"]

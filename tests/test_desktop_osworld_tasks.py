@@ -9,7 +9,7 @@ from helpers.desktops import needs_desktops
 from test_osworld_desktop import DATA, TASKS
 
 from cua_cli._util.budget import Budget
-from cua_cli.envserver.desktop.desktop import Desktop
+from cua_cli.envserver.desktop.desktop import LocalDesktop
 from cua_cli.osworld.desktop_api import ApiSettings, DesktopAPI
 from cua_cli.osworld.evaluator import evaluate
 from cua_cli.osworld.local_files import Downloads, episode_folder
@@ -24,7 +24,7 @@ assert read_tasks  # the same task files as the stand-in's tests
 def desktop(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("osworld-desktops")
     workdir.chmod(0o711)
-    d = Desktop(workdir, "127.0.0.1", (1920, 1080))
+    d = LocalDesktop(workdir, "127.0.0.1", (1920, 1080))
     yield d
     d.close()
 

@@ -27,7 +27,7 @@ from cua_cli._util.png import SIGNATURE as PNG_SIGNATURE
 from cua_cli._util.retry import with_retries
 from cua_cli.envs.env_cluster import _image_size
 from cua_cli.errors import EnvError, InfraError
-from cua_cli.rollout.envserver_process import LocalEnvServer
+from cua_cli.rollout.envserver_process import EnvServerProcess
 from cua_cli.runfolder.jsonl import read_lines
 
 TOKEN = "s3cr3t-Tok3n-0123456789abcdef"
@@ -35,7 +35,7 @@ TOKEN = "s3cr3t-Tok3n-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def env_server(tmp_path_factory):
-    server = LocalEnvServer(max_envs=2, port=0, token_env=None, log_path=tmp_path_factory.mktemp("env") / "env.log")
+    server = EnvServerProcess(max_envs=2, port=0, token_env=None, log_path=tmp_path_factory.mktemp("env") / "env.log")
     url = server.start()
     yield url
     server.stop()
@@ -211,6 +211,7 @@ runner: {{num_envs: 2, max_steps: 8}}
     assert json.loads((run / "run.json").read_text())["run_id"] == run.name
 
 
+@pytest.mark.slow  # a long property run
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=40), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
 def test_a_screenshot_size_comes_from_a_checked_png_header_or_is_an_env_error(junk, width, height):

@@ -20,7 +20,7 @@ from helpers.envserver import start_env_server, stop_env_server
 from helpers.faultproxy import FaultProxy, chaos
 from helpers.models import start_tiny_fleet
 
-from cua_cli.rollout.envserver_process import LocalEnvServer
+from cua_cli.rollout.envserver_process import EnvServerProcess
 from cua_cli.runfolder.jsonl import read_lines
 
 pytestmark = pytest.mark.slow  # real vLLM fleets
@@ -287,7 +287,7 @@ def test_chaos_rollout_through_fault_injecting_proxies(fleet, tmp_path):
     claimed, no step is lost, and the command ends by itself with exit code 0."""
     work, fleet_file, _ = fleet
     servers = json.loads(fleet_file.read_text())["servers"]
-    env = LocalEnvServer(max_envs=4, port=0, token_env=None, log_path=tmp_path / "env.log")
+    env = EnvServerProcess(max_envs=4, port=0, token_env=None, log_path=tmp_path / "env.log")
     env_url = env.start()
     step_timeout = 8
     proxies = [FaultProxy(url, chaos(seed), hang_s=step_timeout + 4)

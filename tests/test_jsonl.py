@@ -192,7 +192,7 @@ def test_every_reader_warns_about_hostile_lines_and_never_raises(episode_lines, 
     from cua_cli.runfolder.reader import RunReader, read_steps
     from cua_cli.stats.figures import run_figures
     from cua_cli.stats.readers import read_run
-    from cua_cli.view.report import Report
+    from cua_cli.view.report import RunReport
 
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
@@ -208,7 +208,7 @@ def test_every_reader_warns_about_hostile_lines_and_never_raises(episode_lines, 
         for fmt in ("jsonl", "sft"):
             summary = export_runs([run], Path(tmp) / f"out.{fmt}", fmt, ExportOptions(failed_tries=True))
             assert summary["runs"] == 1 and Path(summary["out"]).is_file(), summary
-        page = Report(run, Path(tmp) / "view").build()
+        page = RunReport(run, Path(tmp) / "view").build()
         assert Path(page).name == "index.html" and Path(page).is_file()
         assert all(call.trajectory == "t/0_0" for call in _recorded_calls(run))
         replay = Replay(run)

@@ -151,3 +151,14 @@ def test_every_kind_names_a_class(table):
 def test_config_imports_no_plug_in():
     assert not any(b.startswith(("cua_cli.envs", "cua_cli.agents", "cua_cli.models", "cua_cli.rollout"))
                    for b in GRAPH["cua_cli.config"])
+
+
+def test_no_two_public_classes_share_a_name():
+    """A name says which thing it is: two unrelated classes called Server (or HTTPError) make every
+    import of one a guess. Private helpers (a leading underscore) are each module's own business."""
+    where: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(name)
+    assert {c: ms for c, ms in where.items() if len(ms) > 1} == {}

@@ -126,6 +126,7 @@ def hostile(tmp_path_factory):
                        for mode in ({}, {"record_logprobs": True}, {"record_tokens": True})]
 
 
+@pytest.mark.slow  # a long property run
 @given(body=st.one_of(_json.map(json.dumps), _near.map(json.dumps), st.binary(max_size=200)), mode=st.integers(0, 2))
 def test_any_body_answered_with_200_is_a_reply_or_a_model_error(hostile, body, mode):
     server, sessions = hostile

@@ -116,6 +116,7 @@ def trees(draw, depth=0):
     return el
 
 
+@pytest.mark.slow  # a long property run
 @given(trees())
 def test_any_well_formed_tree_gives_a_row_per_element_it_keeps(root):
     out = table(ET.tostring(root, encoding="unicode"))

@@ -259,6 +259,7 @@ LINES = st.one_of(
         max_size=12)))
 
 
+@pytest.mark.slow  # a long property run
 @given(episodes=st.lists(LINES, max_size=12), metrics=st.lists(LINES, max_size=8),
        scheduled=st.lists(LINES, max_size=6), claim=st.binary(max_size=300), run_json=st.binary(max_size=200),
        torn=st.binary(max_size=50))

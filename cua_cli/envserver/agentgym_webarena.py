@@ -87,7 +87,7 @@ class UnknownEnv(Exception):
 
 
 @dataclass(frozen=True)
-class Action:
+class WebArenaAction:
     verb: str
     element: int = 0  # click, hover, type: the id
     arg: str = ""  # type: the text; press: the keys; scroll: up|down; goto: the URL; stop: the answer
@@ -95,7 +95,7 @@ class Action:
     keys: tuple[str, ...] = ()  # press: canonical key names (pyautogui_vocab)
 
 
-def parse_action(response: str) -> Action:
+def parse_action(response: str) -> WebArenaAction:
     """The action in the first ``` fence of a model's response, read as WebArena reads it."""
     fenced = FENCE.search(response)
     if not fenced:
@@ -117,7 +117,7 @@ def parse_action(response: str) -> Action:
         return found
 
     if verb in ("click", "hover"):
-        return Action(verb, int(match(verb + r" ?\[(\d+)\]", f"{verb} [id]").group(1)))
+        return WebArenaAction(verb, int(match(verb + r" ?\[(\d+)\]", f"{verb} [id]").group(1)))
     if verb == "type":
         # WebArena's rule: without a final [0] or [1], Enter is pressed after typing.
         found = re.search(r"type ?\[(\d+)\] ?\[(.+)\] ?\[(\d+)\]",
@@ -130,20 +130,20 @@ def parse_action(response: str) -> Action:
         bad = untypeable(content)
         if bad is not None:
             raise BadAction(f"type: the character U+{ord(bad):04X} cannot be typed.")
-        return Action(verb, int(found.group(1)), content, found.group(3) == "1")
+        return WebArenaAction(verb, int(found.group(1)), content, found.group(3) == "1")
     if verb == "press":
         combo = match(r"press ?\[(.+)\]", "press [key_comb]").group(1)
-        return Action(verb, arg=combo, keys=_keys(combo))
+        return WebArenaAction(verb, arg=combo, keys=_keys(combo))
     if verb == "scroll":
-        return Action(verb, arg=match(r"scroll ?\[?(up|down)\]?", "scroll [up|down]").group(1))
+        return WebArenaAction(verb, arg=match(r"scroll ?\[?(up|down)\]?", "scroll [up|down]").group(1))
     if verb == "goto":
-        return Action(verb, arg=match(r"goto ?\[(.+)\]", "goto [url]").group(1))
+        return WebArenaAction(verb, arg=match(r"goto ?\[(.+)\]", "goto [url]").group(1))
     if verb == "tab_focus":
-        return Action(verb, arg=match(r"tab_focus ?\[(\d+)\]", "tab_focus [tab_index]").group(1))
+        return WebArenaAction(verb, arg=match(r"tab_focus ?\[(\d+)\]", "tab_focus [tab_index]").group(1))
     if verb == "stop":
         answer = re.search(r"stop ?\[(.+)\]", text)
-        return Action(verb, arg=answer.group(1) if answer else "")
-    return Action(verb)
+        return WebArenaAction(verb, arg=answer.group(1) if answer else "")
+    return WebArenaAction(verb)
 
 
 def _keys(combo: str) -> tuple[str, ...]:
@@ -179,7 +179,7 @@ def parse_tasks(spec: str) -> list[str]:
 
 
 @dataclass
-class Episode:
+class ServedEpisode:
     """One env's episode: what its observation says, and how it ended."""
 
     task: str
@@ -217,7 +217,7 @@ def _line(role: str, name: str, props: list) -> str:
     return f"{role} {name!r}" + "".join(f" {k}: {v!r}" if k == "value" else f" {k}: {v}" for k, v in props)
 
 
-def step_episode(browser: MiniWobBrowser, ep: Episode, response: Any) -> dict:
+def step_episode(browser: MiniWobBrowser, ep: ServedEpisode, response: Any) -> dict:
     """Act on the model's response; the /step answer."""
     if ep.terminated:
         return {"observation": ep.prompt(), "reward": ep.reward, "terminated": True, "truncated": False,
@@ -246,7 +246,7 @@ def step_episode(browser: MiniWobBrowser, ep: Episode, response: Any) -> dict:
             "info": ep.info(fail_error)}
 
 
-def _describe(action: Action, ep: Episode) -> str:
+def _describe(action: WebArenaAction, ep: ServedEpisode) -> str:
     """The PREVIOUS ACTION line for an action, in WebArena's words."""
     verb, node = action.verb, action.element
     if verb in ("click", "hover", "type"):
@@ -261,12 +261,12 @@ def _describe(action: Action, ep: Episode) -> str:
     return verb
 
 
-def _no_match(action: Action) -> str:
+def _no_match(action: WebArenaAction) -> str:
     return (f'Attempt to perform "{action.verb}" on element "[{clip(str(action.element), 43)}]" but no matching '
             "element found. Please check the observation more carefully.")
 
 
-def _perform(browser: MiniWobBrowser, ep: Episode, action: Action) -> None:
+def _perform(browser: MiniWobBrowser, ep: ServedEpisode, action: WebArenaAction) -> None:
     verb = action.verb
     if verb in ("click", "hover", "type"):
         target = browser.driver.execute_script(LOCATE_JS, action.element) if action.element in ep.lines else None
@@ -360,9 +360,9 @@ class WebArenaRoutes:
         except ValueError as e:
             return _failed_reset(str(e))
 
-        def start(session: Session) -> Episode:
+        def start(session: Session) -> ServedEpisode:
             session.state = None  # a failed reset leaves no episode behind
-            ep = Episode(task, seed, session.browser.reset(task, seed, EPISODE_MAX_TIME))
+            ep = ServedEpisode(task, seed, session.browser.reset(task, seed, EPISODE_MAX_TIME))
             ep.observe(session.browser, fresh=True)
             session.state, session.env = ep, f"miniwob/{task}"
             return ep

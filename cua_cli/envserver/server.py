@@ -45,7 +45,7 @@ class EnvServer(ThreadingHTTPServer):
         self.token = token
         self.verbose = verbose
         self._next_expiry = 0.0
-        super().__init__(address, Handler)
+        super().__init__(address, EnvHandler)
 
     def service_actions(self) -> None:
         # serve_forever calls this between polls; expiry runs on a thread so accepting never waits.
@@ -57,7 +57,7 @@ class EnvServer(ThreadingHTTPServer):
         self.pool.close_all()
 
 
-class Handler(BaseHTTPRequestHandler):
+class EnvHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive; every response has Content-Length
     timeout = 300  # drop idle keep-alive connections eventually
     disable_nagle_algorithm = True  # headers, body are 2 writes: avoid 40 ms delayed-ACK stalls
@@ -240,18 +240,10 @@ def make_server(
     return EnvServer((host, port), pool, token, verbose, WebArenaRoutes(pool, agentgym_tasks, agentgym_seeds))
 
 
-def serve(
-    host: str = "127.0.0.1",
-    port: int = 0,
-    max_envs: int = 4,
-    token_env: str = "CUA_ENV_TOKEN",
-    verbose: bool = False,
-    idle_timeout_s: float = 0.0,
-    agentgym_tasks: Sequence[str] = (),
-    agentgym_seeds: Sequence[range] = (range(100),),
-) -> None:
-    """Serve until a stop signal (SIGINT, SIGTERM, SIGHUP), then quit all browsers. Prints the listening URL first."""
-    server = make_server(host, port, max_envs, token_env, verbose, idle_timeout_s, agentgym_tasks, agentgym_seeds)
+def serve(host: str = "127.0.0.1", **options) -> None:
+    """Serve until a stop signal (SIGINT, SIGTERM, SIGHUP), then quit all browsers. Prints the listening URL first.
+    `options` are make_server's."""
+    server = make_server(host, **options)
 
     def announce():
         print(f"cua env-server listening on http://{host}:{server.server_address[1]}", flush=True)

@@ -29,7 +29,7 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 @dataclass
-class Server:
+class ModelServer:
     index: int
     gpus: list[int]
     port: int
@@ -142,7 +142,7 @@ def gpu_holders(pids: set[int]) -> list[str]:
     return held
 
 
-def write_fleet(path: Path, supervisor_pid: int, servers: list[Server], all_pids: list[int]) -> None:
+def write_fleet(path: Path, supervisor_pid: int, servers: list[ModelServer], all_pids: list[int]) -> None:
     """Atomically replace the fleet file. `servers` are the healthy ones; `pgids` lists
     every launched group, starting or not, so stop-models can always clean up. Its readers
     are in config/fleet_file.py."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._util.procgroup import kill_group
 from ..errors import FleetError
-from .server import Server, port_free, write_fleet
+from .server import ModelServer, port_free, write_fleet
 
 
 @dataclass
@@ -48,13 +48,13 @@ class Supervisor:
         self.logs_dir = spec.fleet_file.parent / "logs"
         served = spec.served_model_name or Path(spec.model).name
         self.served = served
-        self.servers: list[Server] = []
+        self.servers: list[ModelServer] = []
         port = spec.base_port
         for i, gpus in enumerate(spec.groups):
             while not port_free(port):  # ports are checked, never assumed
                 port += 1
             cmd = vllm_command(spec.model, port, max(len(gpus), 1), served, spec.vllm_args)
-            self.servers.append(Server(i, gpus, port, spec.model, served, cmd, dict(spec.env),
+            self.servers.append(ModelServer(i, gpus, port, spec.model, served, cmd, dict(spec.env),
                                        self.logs_dir / f"server-{i}.log",
                                        meta={"model_version": spec.model, "policy_version": 0}))
             port += 1
@@ -135,7 +135,7 @@ class Supervisor:
                 if self.failed_checks[s.index] >= self.spec.hang_checks:
                     self._restart_later(s, f"hung: {self.failed_checks[s.index]} failed health checks")
 
-    def _restart_later(self, s: Server, why: str) -> None:
+    def _restart_later(self, s: ModelServer, why: str) -> None:
         self.ready.discard(s.index)
         self.failed_checks[s.index] = 0
         s.stop(grace=5.0)
@@ -172,7 +172,7 @@ class Supervisor:
                 return
         self.log(f"reload done: every server runs {version}")
 
-    def _start_and_wait(self, s: Server) -> bool:
+    def _start_and_wait(self, s: ModelServer) -> bool:
         s.start()
         self.starting_since[s.index] = time.monotonic()
         self.publish()

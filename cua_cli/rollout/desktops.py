@@ -9,7 +9,7 @@ from ..config import Config
 from ..envserver.desktop_list import DesktopList, ListServer
 from ..errors import ConfigError
 from ..osworld.support import unsupported
-from .envserver_process import LocalEnvServer
+from .envserver_process import EnvServerProcess
 
 # The local desktop server reads its allocation token from here (its own environment only).
 LOCAL_TOKEN_ENV = "CUA_LOCAL_DESKTOP_TOKEN"
@@ -51,11 +51,11 @@ class DesktopListServer:
         self.server.server_close()
 
 
-def local_desktops(cfg: Config, log_path, secrets: dict) -> LocalEnvServer:
+def local_desktops(cfg: Config, log_path, secrets: dict) -> EnvServerProcess:
     """`cua env-server --backend desktop` for this run, with an allocation token made for it (unless
     env.token_env names one): the runners' token, masked like any other."""
     token = secrets["env"]
     o = cfg.env.osworld
-    return LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
+    return EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
                           ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm)],
                           {**os.environ, LOCAL_TOKEN_ENV: token})

@@ -24,7 +24,7 @@ from ..stats.timing import timing_figures
 from ..tasks import load_tasks
 from .backends import make_backend
 from .desktops import DesktopListServer, local_desktops, split_unsupported
-from .envserver_process import LocalEnvServer
+from .envserver_process import EnvServerProcess
 from .leftovers import LOCAL_SERVER, release_leftovers
 from .monitor import Monitor
 from .progress import Progress
@@ -86,7 +86,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         if cfg.env.kind == "osworld":
             local = local_desktops(cfg, run.path / "env-server.log", secrets)
         else:
-            local = LocalEnvServer(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
+            local = EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
                                    run.path / "env-server.log", idle, agentgym_args(cfg))
         env_url = local.start()
         local.record(run.path / LOCAL_SERVER)  # so `cua envs gc` can stop it should this rollout be killed

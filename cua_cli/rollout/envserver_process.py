@@ -13,7 +13,7 @@ from .._util.procgroup import kill_group
 from ..errors import CuaError
 
 
-class LocalEnvServer:
+class EnvServerProcess:
     def __init__(self, max_envs: int, port: int, token_env: str | None, log_path, idle_timeout_s: float = 0.0,
                  extra_args: list[str] = (), env: dict | None = None):
         # --parent-pid: the server shuts down (browsers included) if the rollout dies without stopping it.

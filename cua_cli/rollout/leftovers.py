@@ -26,16 +26,16 @@ LOCAL_STOP_S = 60.0                # for it to tear its desktops down
 
 
 @dataclass
-class Outcome:
+class Leftovers:
     released: list[dict]
     failed: list[tuple[dict, str]]
 
 
-def release_leftovers(run_path, token: str | None, traj: str | None = None, local_too: bool = True) -> Outcome:
+def release_leftovers(run_path, token: str | None, traj: str | None = None, local_too: bool = True) -> Leftovers:
     """Give back every env the run's leases.jsonl still holds (only those of the attempt whose folder
     is `traj`, when given). A loopback server that no longer listens went with the run that started it
     (`env.url: local`), and its desktops with it; `local_too=False` leaves a running local server be."""
-    out = Outcome([], [])
+    out = Leftovers([], [])
     allocator = Allocator([], token)
     local = _stop_local_server(Path(run_path) / LOCAL_SERVER) if local_too else None
     for lease in still_held(run_path):

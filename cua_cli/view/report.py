@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from .._util.atomic import write_atomic
 from .._util.diag import warn, warn_problems
+from .._util.text import percent
 from ..errors import ReportError
 from ..runfolder.confined import Refused, confine, open_regular
 from ..runfolder.names import pair_key
@@ -43,9 +44,6 @@ def _page(title: str, body: str, css_href: str, script: str = "") -> str:
             f'<link rel="stylesheet" href="{css_href}"></head><body>{body}{script}</body></html>')
 
 
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
 
 
 def _text(v) -> str:
@@ -66,7 +64,7 @@ def _write(path: Path, text: str) -> None:
     write_atomic(path, text.encode("utf-8", "backslashreplace"))
 
 
-class Report:
+class RunReport:
     def __init__(self, run_path, out_dir=None):
         self.run = Path(run_path).resolve()
         if not (self.run / "scheduled.jsonl").exists():
@@ -127,9 +125,10 @@ class Report:
     def _index_page(self) -> str:
         fig = run_figures(self.data)
         ci = fig["ci95"]
-        cards = [("success rate", _pct(fig["success_rate"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")),
+        rate = percent(fig["success_rate"], "%")
+        cards = [("success rate", rate + (f" [{percent(ci[0], '%')}, {percent(ci[1], '%')}]" if ci else "")),
                  ("scheduled", fig["scheduled"]), ("finished", fig["finished"]), ("missing", fig["missing"]),
-                 ("errors", fig["errors"]), ("success of finished", _pct(fig["success_rate_finished"]))]
+                 ("errors", fig["errors"]), ("success of finished", percent(fig["success_rate_finished"], "%"))]
         cards_html = "".join(f'<div class="card">{E(k)}<b>{E(str(v))}</b></div>' for k, v in cards)
         errors = ", ".join(f"{E(k)}: {v}" for k, v in sorted(fig["errors_by_stop_reason"].items())) or "none"
         rows = []
@@ -290,13 +289,13 @@ def _domain_chart(domains: dict) -> str:
         parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{E(d)}</text>'
                      f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="{row_h - 6}" fill="#eaeef2"/>'
                      f'<rect x="{label_w}" y="{y + 3}" width="{rate * bar_w:.1f}" height="{row_h - 6}" fill="#2da44e"/>'
-                     f'<text x="{label_w + bar_w + 6}" y="{y + 15}" font-size="12">{_pct(f["success_rate"])} '
+                     f'<text x="{label_w + bar_w + 6}" y="{y + 15}" font-size="12">{percent(f["success_rate"], "%")} '
                      f'of {f["scheduled"]}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def build_compare(a: Report, b: Report, out_file: Path) -> Path:
+def build_compare(a: RunReport, b: RunReport, out_file: Path) -> Path:
     """A page listing the tasks whose results differ, linking into both reports."""
     sa, sb = task_scores(a.data), task_scores(b.data)
     samples = {}

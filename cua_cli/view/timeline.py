@@ -4,6 +4,7 @@ here; the page's script only draws the axis's ticks and zooms. Its size is bound
 draw attempt by attempt is drawn as bands (one image), and the curves as means per slice of the run.
 """
 
+from .._util.text import percent
 from ..runfolder.reader import RunReader
 from ..stats.timing import timing_figures
 from .curves import GAP, PANEL_H, panels
@@ -25,10 +26,6 @@ def _claim_wait(r: dict) -> float:
     return w if type(w) in (int, float) and 0 <= w <= 1e9 else 0.0
 
 
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
 def _seconds(s) -> str:
     if s is None:
         return "–"
@@ -38,8 +35,8 @@ def _seconds(s) -> str:
 def _cards(fig: dict, drawn: int, attempts: int) -> str:
     env = fig.get("env") or {}
     cards = [("attempts drawn", f"{drawn} of {attempts}"), ("lanes", fig.get("lanes") or "–"),
-             ("wall time", _seconds(fig.get("wall_s"))), ("env busy", _pct(env.get("busy"))),
-             ("model busy", _pct(fig.get("model_busy"))), ("largest wait", fig.get("largest_wait") or "–")]
+             ("wall time", _seconds(fig.get("wall_s"))), ("env busy", percent(env.get("busy"), "%")),
+             ("model busy", percent(fig.get("model_busy"), "%")), ("largest wait", fig.get("largest_wait") or "–")]
     return "".join(f'<div class="card">{esc(k)}<b>{esc(str(v))}</b></div>' for k, v in cards)
 
 

@@ -10,7 +10,7 @@ POST /execute  /setup/execute  /setup/launch  /setup/open_file  /setup/activate_
 """
 
 from cua_cli.envserver.desktop.client import ExecutorGone
-from cua_cli.envserver.desktop.httpbase import Handler, Reply
+from cua_cli.envserver.desktop.httpbase import APIHandler, HTTPReply
 
 # route -> (method, executor op, fields it takes)
 ROUTES = {
@@ -35,7 +35,7 @@ ROUTES = {
 }
 
 
-class DesktopHandler(Handler):
+class DesktopHandler(APIHandler):
     def route(self, method: str, path: str, fields: dict, files: dict) -> None:
         desktop = self.server.desktop
         if path == "/setup/upload":
@@ -45,13 +45,13 @@ class DesktopHandler(Handler):
             self._forward("upload", {"file_path": fields["file_path"]}, files["file_data"])
             return
         if path == "/setup/download_file":
-            raise Reply(500, {"status": "error", "message": "this desktop has no network: fetch the file on the "
+            raise HTTPReply(500, {"status": "error", "message": "this desktop has no network: fetch the file on the "
                               "client and send it with /setup/upload"})
         if path not in ROUTES:
-            raise Reply(404, {"status": "error", "message": f"no such route {path}"})
+            raise HTTPReply(404, {"status": "error", "message": f"no such route {path}"})
         allowed, op, names = ROUTES[path]
         if method != allowed and not (allowed == "GET" and path == "/screenshot" and method == "POST"):
-            raise Reply(405, {"status": "error", "message": f"use {allowed}"})
+            raise HTTPReply(405, {"status": "error", "message": f"use {allowed}"})
         args = {k: fields[k] for k in names if k in fields}
         desktop.touch()
         self._forward(op, args, b"")
@@ -60,7 +60,7 @@ class DesktopHandler(Handler):
         try:
             header, payload = self.server.desktop.executor.call(op, args, body)
         except ExecutorGone as e:
-            raise Reply(503, {"status": "error", "message": str(e)}) from None
+            raise HTTPReply(503, {"status": "error", "message": str(e)}) from None
         status = int(header.get("http", 500))
         if "json" in header:
             self.send_json(status, header["json"])

@@ -12,21 +12,21 @@ Replies are {"message", "code", "data"}; an error's code is its HTTP status (429
 import hmac
 import re
 
-from cua_cli.envserver.desktop.httpbase import Handler, Reply
+from cua_cli.envserver.desktop.httpbase import APIHandler, HTTPReply
 from cua_cli.envserver.desktop.pool import PoolFull
 
 EMULATOR = re.compile(r"^/(emulators|emulator_status)/([0-9a-fA-F-]{1,64})$")
 
 
-def _fail(status: int, message: str) -> Reply:
-    return Reply(status, {"message": message, "code": status})
+def _fail(status: int, message: str) -> HTTPReply:
+    return HTTPReply(status, {"message": message, "code": status})
 
 
-def _ok(data=None, message: str = "ok") -> Reply:
-    return Reply(200, {"message": message, "code": 0, "data": data})
+def _ok(data=None, message: str = "ok") -> HTTPReply:
+    return HTTPReply(200, {"message": message, "code": 0, "data": data})
 
 
-class DartHandler(Handler):
+class DartHandler(APIHandler):
     max_body = 1 << 20
 
     def route(self, method: str, path: str, fields: dict, files: dict) -> None:
@@ -36,7 +36,7 @@ class DartHandler(Handler):
         pool = self.server.pool
         if path == "/tokens" and method == "GET":
             mine = [lease for lease in list(pool.leases.values()) if lease.token == token]
-            raise Reply(200, {token: {"current": len(mine), "limit": pool.limit, "emulator_count": len(mine)}})
+            raise HTTPReply(200, {token: {"current": len(mine), "limit": pool.limit, "emulator_count": len(mine)}})
         if path == "/status" and method == "GET":
             raise _ok(pool.counts())
         if path == "/start_emulator" and method == "POST":

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from cua_cli.envserver.desktop.api import DesktopHandler
 from cua_cli.envserver.desktop.client import ExecutorClient
-from cua_cli.envserver.desktop.httpbase import Server
+from cua_cli.envserver.desktop.httpbase import APIServer
 from cua_cli.envserver.desktop.sandbox import Sandbox
 
 
-class Desktop:
+class LocalDesktop:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False):
         self.id = str(uuid.uuid4())
         self.created = time.time()
@@ -20,7 +20,7 @@ class Desktop:
         self.sandbox = Sandbox(workdir / self.id, screen)
         self.executor = ExecutorClient(self.sandbox.socket_path)
         try:
-            self.api = Server((host, 0), DesktopHandler)
+            self.api = APIServer((host, 0), DesktopHandler)
         except BaseException:
             self.sandbox.kill()
             raise

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl
 log = logging.getLogger(__name__)
 
 
-class Reply(Exception):
+class HTTPReply(Exception):
     """Answer now with this status and JSON body."""
 
     def __init__(self, status: int, payload: Any):
@@ -20,12 +20,12 @@ class Reply(Exception):
         self.status, self.payload = status, payload
 
 
-class Server(ThreadingHTTPServer):
+class APIServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
 
-class Handler(BaseHTTPRequestHandler):
+class APIHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 300
     disable_nagle_algorithm = True
@@ -49,7 +49,7 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 fields, files = self.read_body()
                 self.route(method, self.path.partition("?")[0], fields, files)
-            except Reply as r:
+            except HTTPReply as r:
                 self.send_json(r.status, r.payload)
             except (BrokenPipeError, ConnectionResetError):
                 raise
@@ -70,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length") or "0"
         if not length.isdigit() or int(length) > self.max_body:
             self.close_connection = True
-            raise Reply(413 if length.isdigit() else 400, {"status": "error", "message": "bad Content-Length"})
+            raise HTTPReply(413 if length.isdigit() else 400, {"status": "error", "message": "bad Content-Length"})
         raw = self.rfile.read(int(length)) if int(length) else b""
         kind = self.headers.get("Content-Type", "").lower()
         if not raw.strip():
@@ -91,7 +91,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw)
         except ValueError:
-            raise Reply(400, {"status": "error", "message": "body is not valid JSON"}) from None
+            raise HTTPReply(400, {"status": "error", "message": "body is not valid JSON"}) from None
         return (body if isinstance(body, dict) else {"_": body}), {}
 
     def send_json(self, status: int, payload: Any) -> None:

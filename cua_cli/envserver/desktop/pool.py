@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cua_cli.envserver.desktop.desktop import Desktop
+from cua_cli.envserver.desktop.desktop import LocalDesktop
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ class PoolFull(Exception):
 
 @dataclass
 class Lease:
-    desktop: Desktop
+    desktop: LocalDesktop
     token: str
     started_at: float = field(default_factory=time.time)
 
@@ -37,7 +37,7 @@ class DesktopPool:
         self.workdir, self.host, self.screen, self.verbose = workdir, host, screen, verbose
         self.limit, self.warm_target = limit, min(warm, limit)
         self.leases: dict[str, Lease] = {}
-        self.warm: list[Desktop] = []
+        self.warm: list[LocalDesktop] = []
         self._reserved = 0  # allocations between reservation and lease
         self._building = 0
         self._closing = False
@@ -64,7 +64,7 @@ class DesktopPool:
                 threading.Thread(target=desktop.close, daemon=True).start()
                 desktop = None
             if desktop is None:
-                desktop = Desktop(self.workdir, self.host, self.screen, self.verbose)
+                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose)
                 if not desktop.screenshot_ready():
                     desktop.close()
                     raise RuntimeError("the new desktop's /screenshot does not answer")
@@ -121,7 +121,7 @@ class DesktopPool:
                 self._building += 1
             desktop = None
             try:
-                desktop = Desktop(self.workdir, self.host, self.screen, self.verbose)
+                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose)
                 if not desktop.screenshot_ready():
                     raise RuntimeError("a warm desktop's /screenshot does not answer")
             except Exception:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from cua_cli._util.signals import serve_until_stopped
 from cua_cli.envserver.desktop.dart import DartHandler
-from cua_cli.envserver.desktop.httpbase import Server
+from cua_cli.envserver.desktop.httpbase import APIServer
 from cua_cli.envserver.desktop.pool import DesktopPool
 from cua_cli.errors import InputError
 
 
-class DesktopEnvServer(Server):
+class DesktopEnvServer(APIServer):
     def __init__(self, address, token: str, pool: DesktopPool, workdir: Path, verbose: bool):
         self.token, self.pool, self.workdir, self.verbose = token, pool, workdir, verbose
         super().__init__(address, DartHandler)
