@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.osworld import getters
+from cua_cli.osworld import getters, values
 from cua_cli.osworld import metrics as m
 
 
@@ -55,7 +55,7 @@ def lcs_dp(a: str, b: str) -> int:
 
 @given(st.text(max_size=60), st.text(max_size=60))
 def test_lcs_matches_the_textbook(a, b):
-    assert m.lcs_length(a, b) == lcs_dp(a, b)
+    assert values.lcs_length(a, b) == lcs_dp(a, b)
 
 
 def test_fuzzy_match_is_rapidfuzz_ratio():
@@ -67,7 +67,7 @@ def test_fuzzy_match_is_rapidfuzz_ratio():
 
 def test_long_texts_are_fast():
     a, b = "ab" * 20_000, "ba" * 20_000
-    assert 0.99 < m.similarity(a, b) < 1
+    assert 0.99 < values.similarity(a, b) < 1
 
 
 def test_check_direct_json_object():
@@ -190,3 +190,15 @@ def test_relative_time():
     out = getters.get_rule_relativeTime(None, {"type": "rule_relativeTime", "rules": rules}, now=monday)
     assert out["expected"] == {"time": "2024-08-06", "a": 1}
     assert rules["expected"]["time"] == "{Year}-{Month0D}-{Day0D}"  # the task's dict is not changed
+
+
+def test_compare_csv_lines_strict_or_stripped_and_case_folded(tmp_path):
+    result, gold = tmp_path / "r.csv", tmp_path / "g.csv"
+    result.write_bytes(b"Name, Total \r\nA,1\r\n")
+    gold.write_text("name, total\na,1\n")
+    assert m.compare_csv(str(result), str(gold)) == 0.0
+    assert m.compare_csv(str(result), str(gold), ignore_case=True) == 0.0  # the trailing space counts
+    assert m.compare_csv(str(result), str(gold), ignore_case=True, strict=False) == 1.0
+    assert m.compare_csv(None, str(gold)) == 0.0  # the agent left no file
+    with pytest.raises(ValueError, match="no expected file"):
+        m.compare_csv(str(result), None)

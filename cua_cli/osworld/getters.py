@@ -8,6 +8,9 @@ A desktop that fails raises EnvError (the evaluator reports it as EvalError).
 
 import copy
 import datetime
+import os
+import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -127,14 +130,30 @@ def _pull(ctx: EvalContext, path: str) -> Optional[bytes]:
 
 
 def get_cloud_file(ctx: EvalContext, config: dict):
-    """Fetch files from URLs (the gold files of most tasks) through the download cache."""
+    """Fetch files from URLs (the gold files of most tasks) through the download cache, each then
+    named `dest` in the episode folder, as OSWorld names them: a metric may look for a file beside
+    the one it is given (compare_table's `sheet_print` reads `<book>-<sheet>.csv`)."""
     paths, dests, gives = _many(config, "cloud_file")
     out = []
     for i, (url, dest) in enumerate(zip(paths, dests)):
-        local = ctx.downloads.fetch(url, dest, ctx.budget)
+        local = ctx.folder / safe_name(dest)
+        _place(ctx.downloads.fetch(url, dest, ctx.budget), local)
         if i in gives:
             out.append(str(local))
     return _given(out)
+
+
+def _place(cached: Path, local: Path) -> None:
+    """`local` becomes the cached file: a hard link where the file system allows it, else a copy."""
+    tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        try:
+            os.link(cached, tmp)
+        except OSError:
+            shutil.copyfile(cached, tmp)
+        os.replace(tmp, local)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def get_cache_file(ctx: EvalContext, config: dict) -> str:

@@ -11,7 +11,7 @@ evaluator reports it as an EvalError.
 Files are read as OSWorld reads them (text, universal newlines), but bytes
 that are not UTF-8 are kept apart (surrogateescape) instead of raising.
 
-Left out, with why, in `LEFT_OUT`.
+The spreadsheet metric, compare_table, is in tables.py. Left out, with why, in `LEFT_OUT`.
 """
 
 import ast
@@ -20,13 +20,15 @@ import datetime
 import difflib
 import io
 import json
-import operator
 import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import yaml
+
+from .tables import compare_table
+from .values import match_value, similarity
 
 MAX_FILE_BYTES = 256 << 20
 
@@ -83,29 +85,6 @@ def check_include_exclude(result, rules=None) -> float:
     result = str(result)
     include, exclude = rules.get("include", []), rules.get("exclude", [])
     return float(all(r in result for r in include) and all(r not in result for r in exclude))
-
-
-def lcs_length(a: str, b: str) -> int:
-    """Length of the longest common subsequence, bit-parallel (Hyyro 2004): one big-integer
-    step per character of `b`, so long texts stay fast."""
-    if not a or not b:
-        return 0
-    masks: dict = {}
-    for i, c in enumerate(a):
-        masks[c] = masks.get(c, 0) | (1 << i)
-    full = (1 << len(a)) - 1
-    v = full
-    for c in b:
-        u = v & masks.get(c, 0)
-        v = ((v + u) | (v - u)) & full
-    return len(a) - bin(v).count("1")
-
-
-def similarity(a: str, b: str) -> float:
-    """Normalised indel similarity, 2*LCS/(len a + len b): rapidfuzz's fuzz.ratio / 100."""
-    if not a and not b:
-        return 1.0
-    return 2 * lcs_length(a, b) / (len(a) + len(b))
 
 
 def fuzzy_match(result, rules=None) -> float:
@@ -213,6 +192,22 @@ def check_line_number(path, line_number=None) -> float:
     return float(sum(1 for line in text.split("\n") if clock.search(line)) == int(line_number["expected"]))
 
 
+def compare_csv(result, expected=None, **options) -> float:
+    """The files' lines are equal; `strict: false` strips each line, `ignore_case` folds case."""
+    text = _text(result)
+    if text is None:
+        return 0.0
+    gold = _text(expected)
+    if gold is None:
+        raise ValueError("compare_csv: the task gives no expected file")
+    a, b = _lines(text), _lines(gold)
+    if not options.get("strict", True):
+        a, b = [x.strip() for x in a], [x.strip() for x in b]
+    if options.get("ignore_case", False):
+        a, b = [x.lower() for x in a], [x.lower() for x in b]
+    return float(a == b)
+
+
 def check_csv(result, rules=None) -> float:
     """Every `expect` record matches some row (all its keys equal), and no `unexpect` one matches any."""
     text = _text(result)
@@ -224,36 +219,6 @@ def check_csv(result, rules=None) -> float:
         return all(k in row and row[k] == v for k, v in pattern.items())
     return float(all(any(matches(p, r) for r in rows) for p in rules.get("expect", []))
                  and not any(matches(p, r) for p in rules.get("unexpect", []) for r in rows))
-
-
-_RE_FLAGS = {name: getattr(re, name) for name in ("A", "ASCII", "I", "IGNORECASE", "L", "LOCALE", "M", "MULTILINE",
-                                                  "S", "DOTALL", "X", "VERBOSE", "U", "UNICODE")}
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "le": operator.le, "lt": operator.lt,
-            "ge": operator.ge, "gt": operator.gt}
-
-
-def match_value(value, rule: dict) -> bool:
-    """OSWorld's value rule: `re[.FLAG...]` (search), eq/ne/le/lt/ge/gt, or `approx:THRESHOLD`."""
-    method = rule["method"]
-    if method.startswith("re"):
-        flags = 0
-        for name in method.split(".")[1:]:
-            if name not in _RE_FLAGS:
-                raise ValueError(f"unknown regex flag {name!r}")
-            flags |= _RE_FLAGS[name]
-        return isinstance(value, str) and re.search(rule["ref"], value, flags) is not None
-    if method in _COMPARE:
-        try:
-            return bool(_COMPARE[method](value, rule["ref"]))
-        except TypeError:  # the file holds another type than the rule compares with
-            return False
-    if method.startswith("approx"):
-        threshold = float(method.split(":")[1])
-        try:
-            return abs(float(value) - rule["ref"]) <= threshold
-        except (TypeError, ValueError):
-            return False
-    raise ValueError(f"unknown method {method!r}")
 
 
 def check_json(result, rules=None, is_yaml: bool = False) -> float:
@@ -421,16 +386,16 @@ def is_vlc_fullscreen(window_size, screen_size=None) -> float:
 METRICS: dict[str, Callable[..., Any]] = {f.__name__: f for f in (
     exact_match, literal_match, is_in_list, check_include_exclude, fuzzy_match, check_direct_json_object,
     compare_text_file, diff_text_file, compare_config, compare_answer, compare_python_pure_text,
-    compare_terminal_and_txt, file_contains, check_list, check_line_number, check_csv, check_json,
+    compare_terminal_and_txt, file_contains, check_list, check_line_number, compare_csv, check_csv, check_json,
     check_json_settings, check_json_keybindings, is_extension_installed, is_included_all_json_objects,
     run_sqlite3, compare_time_in_speedtest_results, check_gnome_favorite_apps, is_utc_0, check_text_enlarged,
-    check_moved_jpgs, is_in_vm_clickboard, is_vlc_fullscreen)}
+    check_moved_jpgs, is_in_vm_clickboard, is_vlc_fullscreen, compare_table)}
 
 # OSWorld metrics cua does not implement, by reason (a task using one is refused as unsupported).
 LEFT_OUT = {
-    "needs office/pdf/image/media libraries (pandas, openpyxl, python-docx, python-pptx, PyMuPDF, "
-    "scikit-image, librosa, ...), too heavy for a rollout host": (
-        "compare_table", "compare_csv", "compare_pptx_files", "compare_docx_files", "compare_pdfs",
+    "needs document/pdf/image/media libraries (python-docx, python-pptx, PyMuPDF, scikit-image, "
+    "librosa, ...), too heavy for a rollout host": (
+        "compare_pptx_files", "compare_docx_files", "compare_pdfs",
         "compare_images", "compare_audios", "compare_videos", "check_structure_sim", "compare_epub",
         "check_mp3_meta", "check_pdf_pages", "fuzzy_place_math", "is_gold_text_included_in_pdf"),
     "needs lxml and cssselect for XPath/CSS over the accessibility tree": ("check_accessibility_tree",),

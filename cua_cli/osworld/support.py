@@ -4,6 +4,7 @@ counted as `unsupported`, never played and scored 0."""
 from .getters import GETTERS
 from .metrics import METRICS
 from .setup import STEPS
+from .tables import missing_libraries, unsupported_rules
 
 
 def steps_and_evaluator(task: dict) -> tuple[list, dict]:
@@ -19,12 +20,13 @@ def steps_and_evaluator(task: dict) -> tuple[list, dict]:
 
 def unsupported(task: dict) -> list[str]:
     """Each step type, getter type and metric the task uses that cua lacks, e.g.
-    ["step 'chrome_open_tabs'", "getter 'cloud_file'", "metric 'compare_table'"]; [] when cua can run it."""
+    ["step 'chrome_open_tabs'", "getter 'googledrive_file'", "metric 'compare_table' rule 'chart'"];
+    [] when cua can run it."""
     steps, evaluator = steps_and_evaluator(task)
     missing: list[str] = []
 
-    def note(what: str, name) -> None:
-        entry = f"{what} {name!r}"
+    def note(what: str, name, detail: str = "") -> None:
+        entry = f"{what} {name!r}" + (f" {detail}" if detail else "")
         if entry not in missing:
             missing.append(entry)
 
@@ -34,9 +36,19 @@ def unsupported(task: dict) -> list[str]:
     func = evaluator.get("func")
     if func == "infeasible":
         return missing
-    for name in _list(func):
+    names, options = _list(func), evaluator.get("options")
+    for i, name in enumerate(names):
         if name not in METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
             note("metric", name)
+        elif name == "compare_table":
+            if isinstance(func, list):  # one options object per metric, as the evaluator pairs them
+                options_i = options[i] if isinstance(options, list) and len(options) == len(names) else None
+            else:
+                options_i = options
+            for part in unsupported_rules(options_i):
+                note("metric", name, part)
+            if missing_libraries():
+                note("metric", name, f"(needs {' and '.join(missing_libraries())}: pip install 'cua[office]')")
     for key in ("result", "expected"):
         for getter in _list(evaluator.get(key)):
             if isinstance(getter, dict) and getter and getter.get("type") not in GETTERS:

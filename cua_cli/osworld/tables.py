@@ -1,0 +1,316 @@
+"""OSWorld's spreadsheet metric, `compare_table(result, expected, rules=[...])`, for the rules cua
+implements (RULES): a task whose rules need another is unsupported, never scored by a guess.
+
+Each rule passes or the score is 0; all passing is 1. Sheets are named as OSWorld names them:
+"RI0"/"EI0" (the result's or the expected book's first sheet), "RNSheet1"/"ENSheet1" (by name),
+or a bare index into the result. Values are read the ways OSWorld reads them, so that scores
+match its own: `sheet_data` compares pandas' DataFrames of `read_excel` (rounded to `precision`
+digits), `sheet_print` the CSV that the task's postconfig printed beside the book, `sheet_fuzzy`
+and `check_cell`'s value the cell's cached value in the file's XML, the rest openpyxl's view.
+
+pandas (OSWorld's 2.2 line) and openpyxl are the `office` extra, imported when a table is
+scored; without them a task that needs this metric is unsupported (see `missing_libraries`).
+A result the agent left unreadable scores 0; a rule or expected book that is broken raises
+(the evaluator's EvalError).
+"""
+
+import importlib.util
+import itertools
+import os
+import re
+import zipfile
+from typing import Any, Optional
+from xml.etree import ElementTree
+
+from .values import match_value, similarity
+
+RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell")
+CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
+               "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink")
+MAX_BOOK_BYTES = 256 << 20
+_MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_COORDINATE = re.compile(r"[A-Z]{1,3}[1-9][0-9]{0,6}")
+
+
+def missing_libraries() -> list[str]:
+    """The libraries of the `office` extra this host lacks."""
+    return [m for m in ("pandas", "openpyxl") if importlib.util.find_spec(m) is None]
+
+
+def unsupported_rules(options) -> list[str]:
+    """What a compare_table `options` asks for that cua does not implement: rule types, and
+    check_cell's cell properties ("rule 'chart'", "cell property 'border'")."""
+    rules = options.get("rules") if isinstance(options, dict) else None
+    if not isinstance(rules, list):
+        return []  # malformed options are the task's error, raised when it is scored
+    missing = []
+    for r in rules:
+        if not isinstance(r, dict):
+            continue
+        if r.get("type") not in RULES:
+            missing.append(f"rule {r.get('type')!r}")
+        elif r["type"] == "check_cell" and isinstance(r.get("props"), dict):
+            missing += [f"cell property {p!r}" for p in r["props"] if p != "value" and p not in CELL_STYLES]
+    return sorted(set(missing))
+
+
+class _Books:
+    """The result and expected books, each as a path, a pandas ExcelFile and an openpyxl Workbook."""
+
+    def __init__(self, result: str):
+        import pandas as pd
+
+        self.pd = pd
+        self.paths, self.xl, self.frames, self.names = {}, {}, {}, {}
+        self.add("R", result)
+
+    def add(self, book: str, path: str) -> None:
+        import openpyxl
+
+        self.paths[book] = path
+        self.xl[book] = openpyxl.load_workbook(_checked(path))
+        self.frames[book] = self.pd.ExcelFile(path)
+        self.names[book] = self.frames[book].sheet_names
+
+    def sheet(self, index) -> tuple[str, str]:
+        """(which book, "R" or "E"; the sheet's name, "" for an index past its last sheet)."""
+        if isinstance(index, int) and not isinstance(index, bool):
+            return "R", _nth(self.names["R"], index)
+        if not isinstance(index, str) or index[:2] not in ("RI", "RN", "EI", "EN"):
+            raise ValueError(f"sheet index {index!r} is none of RI<n>, RN<name>, EI<n>, EN<name>")
+        book = index[0]
+        if book not in self.names:
+            raise ValueError(f"sheet index {index!r} names the expected book, and the task has none")
+        if index[1] == "N":
+            return book, index[2:]
+        try:
+            return book, _nth(self.names[book], int(index[2:]))
+        except ValueError:
+            raise ValueError(f"sheet index {index!r}: not a number after {index[:2]}") from None
+
+    def frame(self, index):
+        book, name = self.sheet(index)
+        try:
+            return self.pd.read_excel(self.frames[book], name)
+        except Exception:  # OSWorld: a sheet that cannot be read is "no sheet"
+            return None
+
+    def worksheet(self, index):
+        book, name = self.sheet(index)
+        return self.xl[book][name] if name in self.xl[book].sheetnames else None
+
+    def printed(self, index) -> Optional[list[str]]:
+        """The sheet's lines as LibreOffice printed them to `<book>-<sheet>.csv`, last line first,
+        trailing blank lines left out (OSWorld compares them so); None when there is no such file."""
+        book, name = self.sheet(index)
+        csv_path = f"{os.path.splitext(self.paths[book])[0]}-{name}.csv"
+        try:
+            with open(_checked(csv_path), encoding="utf-8", errors="surrogateescape") as f:
+                lines = [line.strip() for line in reversed(f.read().splitlines())]
+        except OSError:
+            return None
+        return list(itertools.dropwhile(lambda line: not line, lines))
+
+    def cell_value(self, index, coordinate: str):
+        book, name = self.sheet(index)
+        return read_cell_value(self.paths[book], name, coordinate)
+
+
+def compare_table(result, expected=None, **options) -> float:
+    if not result:
+        return 0.0
+    try:
+        books = _Books(result)
+    except Exception:  # the agent left no readable book
+        return 0.0
+    if expected is not None:
+        books.add("E", expected)
+    rules = options.get("rules")
+    if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+        raise ValueError("compare_table: 'rules' must be a list of objects")
+    for rule in rules:
+        passed = _RULES[rule.get("type")](books, rule) if rule.get("type") in _RULES else None
+        if passed is None:
+            raise ValueError(f"compare_table: rule type {rule.get('type')!r} is not implemented")
+        if not passed:
+            return 0.0
+    return 1.0
+
+
+def _sheet_name(books: _Books, rule: dict) -> bool:
+    return books.names["R"] == books.names.get("E")
+
+
+def _sheet_data(books: _Books, rule: dict) -> bool:
+    digits = rule.get("precision", 4)
+    first = books.frame(rule["sheet_idx0"])
+    if first is None:
+        return False
+    second = _needed(books.frame(rule["sheet_idx1"]), rule["sheet_idx1"])
+    return bool(first.round(digits).equals(second.round(digits)))
+
+
+def _sheet_print(books: _Books, rule: dict) -> bool:
+    first = books.printed(rule["sheet_idx0"])
+    if first is None:
+        return False
+    second = books.printed(rule["sheet_idx1"])
+    if second is not None and rule.get("ignore_case", False):
+        first, second = [s.lower() for s in first], [s.lower() for s in second]
+    return first == second
+
+
+def _sheet_fuzzy(books: _Books, rule: dict) -> bool:
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.cell_range import MultiCellRange
+
+    passed = True
+    for part in rule["rules"]:
+        for cells in MultiCellRange(part["range"]):
+            for row, column in cells.cells:
+                coordinate = f"{get_column_letter(column)}{row}"
+                a = _normalised(str(books.cell_value(rule["sheet_idx0"], coordinate)), part)
+                b = _normalised(str(books.cell_value(rule["sheet_idx1"], coordinate)), part)
+                kind = part["type"]
+                if kind == "includes":
+                    passed = passed and b in a
+                elif kind == "included_by":
+                    passed = passed and a in b
+                elif kind == "fuzzy_match":
+                    passed = passed and 100 * similarity(a, b) >= part.get("threshold", 85.0)
+                elif kind == "exact_match":
+                    passed = passed and a == b
+                else:
+                    raise ValueError(f"sheet_fuzzy: match type {kind!r} is not one of includes, included_by, "
+                                     "fuzzy_match, exact_match")
+    return passed
+
+
+def _normalised(value: str, part: dict) -> str:
+    for old, new in part.get("normalization", []):
+        value = value.replace(old, new)
+    if "trim_leadings" in part:
+        value = value.lstrip(part["trim_leadings"])
+    if "trim_trailings" in part:
+        value = value.rstrip(part["trim_trailings"])
+    if "ignore_chars" in part:
+        value = "".join(c for c in value if c not in set(part["ignore_chars"]))
+    return value.lower() if part.get("ignore_case", False) else value
+
+
+def _freeze(books: _Books, rule: dict) -> bool:
+    first = books.worksheet(rule["sheet_idx0"])
+    if first is None:
+        return False
+    return first.freeze_panes == _needed(books.worksheet(rule["sheet_idx1"]), rule["sheet_idx1"]).freeze_panes
+
+
+def _zoom(books: _Books, rule: dict) -> bool:
+    sheet = books.worksheet(rule["sheet_idx"])
+    return sheet is not None and match_value(sheet.sheet_view.zoomScale or 100.0, rule)
+
+
+def _check_cell(books: _Books, rule: dict) -> bool:
+    sheet = books.worksheet(rule["sheet_idx"])
+    if sheet is None:
+        return False
+    coordinate = rule["coordinate"]
+    cell = sheet[coordinate]
+    for prop, value_rule in rule["props"].items():
+        value = books.cell_value(rule["sheet_idx"], coordinate) if prop == "value" else _cell_style(prop, cell)
+        if not match_value(value, value_rule):
+            return False
+    return True
+
+
+def _cell_style(prop: str, cell) -> Any:
+    """A style property of a cell as OSWorld reads it: None for an empty cell (and for a number
+    format of a cell that holds no number)."""
+    if prop not in CELL_STYLES:
+        raise ValueError(f"check_cell: style {prop!r} is not one of {', '.join(CELL_STYLES)}")
+    if prop in ("fill_type", "bgcolor", "fgcolor"):
+        try:
+            return {"fill_type": lambda: cell.fill.tagname, "bgcolor": lambda: cell.fill.bgColor.rgb,
+                    "fgcolor": lambda: cell.fill.fgColor.rgb}[prop]()
+        except Exception:
+            return None
+    if cell.value is None:
+        return None
+    if prop == "number_format":
+        return cell.number_format if cell.data_type == "n" else None
+    if prop == "hyperlink":
+        return cell.hyperlink or ""
+    if prop == "font_color":
+        return cell.font.color.rgb
+    return getattr(cell.font, prop[len("font_"):])  # name, family, bold, italic, underline, size
+
+
+_RULES = {"sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
+          "sheet_fuzzy": _sheet_fuzzy, "freeze": _freeze, "zoom": _zoom, "check_cell": _check_cell}
+
+
+def read_cell_value(book: str, sheet: str, coordinate: str):
+    """A cell's cached value as the file stores it (formulas are not evaluated): a float for a
+    number, the text of a shared or formula string, None for anything else or no such cell.
+
+    As OSWorld finds a sheet: by its sheetId, as `xl/worksheets/sheet<id>.xml`."""
+    if not _COORDINATE.fullmatch(coordinate):
+        raise ValueError(f"cell {coordinate!r} is no cell reference")
+    try:
+        with zipfile.ZipFile(_checked(book)) as z:
+            strings = _shared_strings(z)
+            workbook = ElementTree.fromstring(_member(z, "xl/workbook.xml"))
+            ids = {s.get("name"): s.get("sheetId") for s in workbook.iter(f"{_MAIN}sheet")}
+            if sheet not in ids:
+                return None
+            root = ElementTree.fromstring(_member(z, f"xl/worksheets/sheet{ids[sheet]}.xml"))
+    except (zipfile.BadZipFile, KeyError):
+        return None
+    cell = next((c for row in root.iter(f"{_MAIN}row") for c in row.findall(f"{_MAIN}c")
+                 if c.get("r") == coordinate), None)
+    if cell is None:
+        return None
+    kind, value = cell.get("t", "n"), cell.findtext(f"{_MAIN}v")
+    try:
+        if kind == "n":
+            return float(value)
+        if kind == "s":
+            return strings[int(value)]
+        if kind == "str":
+            return value
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _shared_strings(z: zipfile.ZipFile) -> list[str]:
+    try:
+        root = ElementTree.fromstring(_member(z, "xl/sharedStrings.xml"))
+    except KeyError:
+        return []
+    return ["".join(t.text or "" for t in si.iter(f"{_MAIN}t")) for si in root.findall(f"{_MAIN}si")]
+
+
+def _member(z: zipfile.ZipFile, name: str) -> bytes:
+    """A part of the book, bounded: a zip bomb is refused, not inflated."""
+    with z.open(name) as f:
+        data = f.read(MAX_BOOK_BYTES + 1)
+    if len(data) > MAX_BOOK_BYTES:
+        raise ValueError(f"{name} inflates to more than {MAX_BOOK_BYTES} bytes")
+    return data
+
+
+def _checked(path: str) -> str:
+    if os.path.getsize(path) > MAX_BOOK_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_BOOK_BYTES} bytes")
+    return path
+
+
+def _nth(names: list, i: int) -> str:
+    return names[i] if -len(names) <= i < len(names) else ""
+
+
+def _needed(sheet, index):
+    if sheet is None:
+        raise ValueError(f"sheet {index!r} cannot be read")
+    return sheet

@@ -1,0 +1,245 @@
+"""OSWorld's spreadsheet metric (cua_cli/osworld/tables.py) on real .xlsx files written by openpyxl,
+the support check that refuses the rules cua lacks, and the metric through the evaluator's getters
+against the stand-in of OSWorld's in-VM server (tests/helpers/osworld_standin.py: OSWorld's server
+runs in a QEMU VM, which cannot run here) with gold files from a real HTTP server."""
+
+import re
+import time
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from helpers.osworld_standin import StandIn, Web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openpyxl.styles import Font
+
+from cua_cli._util.budget import Budget
+from cua_cli.errors import EvalError
+from cua_cli.osworld.desktop_api import ApiSettings, DesktopAPI
+from cua_cli.osworld.evaluator import evaluate
+from cua_cli.osworld.local_files import Downloads, episode_folder
+from cua_cli.osworld.setup import SetupContext
+from cua_cli.osworld.support import unsupported
+from cua_cli.osworld.tables import compare_table, read_cell_value
+
+
+def book(path: Path, sheets: dict, styles=None, freeze=None, zoom=None) -> str:
+    """An .xlsx at `path` with `sheets` {name: rows}; the first row is the header pandas reads.
+    Its text is in shared strings, as LibreOffice (the app of OSWorld's tasks) saves it."""
+    wb = openpyxl.Workbook()
+    wb.remove(wb.active)
+    for name, rows in sheets.items():
+        ws = wb.create_sheet(name)
+        for row in rows:
+            ws.append(row)
+        for coordinate, font in (styles or {}).items():
+            ws[coordinate].font = font
+        if freeze:
+            ws.freeze_panes = freeze
+        if zoom:
+            ws.sheet_view.zoomScale = zoom
+    wb.save(path)
+    _share_strings(path)
+    return str(path)
+
+
+def _share_strings(path: Path) -> None:
+    """openpyxl writes text inline in each cell; move it to xl/sharedStrings.xml."""
+    with zipfile.ZipFile(path) as z:
+        parts = {name: z.read(name) for name in z.namelist()}
+    strings: list[str] = []
+
+    def shared(m: re.Match) -> str:
+        strings.append(m.group(3))
+        return f'<c r="{m.group(1)}"{m.group(2) or ""} t="s"><v>{len(strings) - 1}</v></c>'
+    for name in [n for n in parts if n.startswith("xl/worksheets/")]:
+        parts[name] = re.sub(r'<c r="(\w+)"( s="\d+")? t="inlineStr"><is><t[^>]*>(.*?)</t></is></c>', shared,
+                             parts[name].decode()).encode()
+    ns = "http://schemas.openxmlformats.org"
+    parts["xl/sharedStrings.xml"] = (f'<sst xmlns="{ns}/spreadsheetml/2006/main">'
+                                     + "".join(f"<si><t>{t}</t></si>" for t in strings) + "</sst>").encode()
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(b"</Types>", (
+        '<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>').encode())
+    parts["xl/_rels/workbook.xml.rels"] = parts["xl/_rels/workbook.xml.rels"].replace(b"</Relationships>", (
+        f'<Relationship Id="rIdShared" Type="{ns}/officeDocument/2006/relationships/sharedStrings" '
+        'Target="sharedStrings.xml"/></Relationships>').encode())
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+
+
+DATA = {"Sheet1": [["name", "amount"], ["a", 1.23456], ["b", 2]]}
+
+
+def data_rule(**over):
+    return {"type": "sheet_data", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1", **over}
+
+
+def test_sheet_data_compares_the_values_pandas_reads_rounded_to_the_precision(tmp_path):
+    gold = book(tmp_path / "gold.xlsx", DATA)
+    same = book(tmp_path / "same.xlsx", DATA)
+    close = book(tmp_path / "close.xlsx", {"Sheet1": [["name", "amount"], ["a", 1.234561], ["b", 2]]})
+    other = book(tmp_path / "other.xlsx", {"Sheet1": [["name", "amount"], ["a", 1.2], ["b", 2]]})
+    renamed = book(tmp_path / "renamed.xlsx", {"Data": DATA["Sheet1"]})
+    assert compare_table(same, gold, rules=[data_rule()]) == 1.0
+    assert compare_table(close, gold, rules=[data_rule()]) == 1.0  # equal to 4 digits
+    assert compare_table(close, gold, rules=[data_rule(precision=6)]) == 0.0
+    assert compare_table(other, gold, rules=[data_rule()]) == 0.0
+    assert compare_table(renamed, gold, rules=[data_rule()]) == 0.0  # the agent's book has no Sheet1
+    assert compare_table(renamed, gold, rules=[data_rule(sheet_idx0="RI0", sheet_idx1="EI0")]) == 1.0
+    assert compare_table(renamed, gold, rules=[data_rule(sheet_idx0=0, sheet_idx1="EI0")]) == 1.0
+    assert compare_table(renamed, gold, rules=[{"type": "sheet_name"}]) == 0.0
+    assert compare_table(same, gold, rules=[{"type": "sheet_name"}, data_rule()]) == 1.0
+
+
+def test_a_result_the_agent_left_unreadable_scores_0_and_a_broken_task_raises(tmp_path):
+    gold = book(tmp_path / "gold.xlsx", DATA)
+    junk = tmp_path / "junk.xlsx"
+    junk.write_bytes(b"not a zip")
+    assert compare_table(None, gold, rules=[data_rule()]) == 0.0
+    assert compare_table(str(junk), gold, rules=[data_rule()]) == 0.0
+    assert compare_table(str(tmp_path / "absent.xlsx"), gold, rules=[data_rule()]) == 0.0
+    with pytest.raises(Exception):  # the gold book is the task's: the evaluator makes this an EvalError
+        compare_table(gold, str(junk), rules=[data_rule()])
+    with pytest.raises(ValueError, match="sheet 'ENNope' cannot be read"):
+        compare_table(gold, gold, rules=[data_rule(sheet_idx1="ENNope")])
+    with pytest.raises(ValueError, match="none of RI<n>"):
+        compare_table(gold, gold, rules=[data_rule(sheet_idx0="X1")])
+    with pytest.raises(ValueError, match="rule type 'chart' is not implemented"):
+        compare_table(gold, gold, rules=[{"type": "chart"}])
+
+
+def test_sheet_print_compares_the_printed_csv_beside_each_book(tmp_path):
+    result = book(tmp_path / "out.xlsx", DATA)
+    gold = book(tmp_path / "out_gold.xlsx", DATA)
+    (tmp_path / "out-Sheet1.csv").write_text("Name,Amount\na,1.2M\n\n\n")
+    (tmp_path / "out_gold-Sheet1.csv").write_text("name,amount\na,1.2M\n")
+    rule = {"type": "sheet_print", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
+    assert compare_table(result, gold, rules=[rule]) == 0.0  # case differs
+    assert compare_table(result, gold, rules=[{**rule, "ignore_case": True}]) == 1.0  # trailing blank lines do not count
+    (tmp_path / "out-Sheet1.csv").unlink()
+    assert compare_table(result, gold, rules=[{**rule, "ignore_case": True}]) == 0.0  # nothing printed
+
+
+def test_cells_are_read_from_the_files_xml_as_osworld_reads_them(tmp_path):
+    path = book(tmp_path / "b.xlsx", {"S": [["Rd 1", 3], ["=A1", None]]})
+    assert read_cell_value(path, "S", "A1") == "Rd 1"   # a shared string
+    inline = tmp_path / "inline.xlsx"
+    openpyxl.Workbook().save(inline)
+    wb = openpyxl.load_workbook(inline)
+    wb.active["A1"] = "text"
+    wb.save(inline)
+    assert read_cell_value(str(inline), "Sheet", "A1") is None  # text kept inline in the cell: OSWorld reads None
+    assert read_cell_value(path, "S", "B1") == 3.0      # a number, as a float
+    assert read_cell_value(path, "S", "A2") is None     # a formula nobody has computed: no cached value
+    assert read_cell_value(path, "S", "Z9") is None     # no such cell
+    assert read_cell_value(path, "Nope", "A1") is None
+    # A book LibreOffice saved: a formula's cached string, rich text across runs.
+    hand = tmp_path / "hand.xlsx"
+    ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    with zipfile.ZipFile(hand, "w") as z:
+        z.writestr("xl/workbook.xml", f'<workbook {ns}><sheets><sheet name="Q" sheetId="7"/></sheets></workbook>')
+        z.writestr("xl/sharedStrings.xml", f'<sst {ns}><si><r><t>Main</t></r><r><t> Road</t></r></si></sst>')
+        z.writestr("xl/worksheets/sheet7.xml", f'<worksheet {ns}><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c>'
+                   '<c r="B1" t="str"><f>A1</f><v>cached</v></c><c r="C1" t="b"><v>1</v></c></row></sheetData></worksheet>')
+    assert [read_cell_value(str(hand), "Q", c) for c in ("A1", "B1", "C1")] == ["Main Road", "cached", None]
+    with pytest.raises(ValueError, match="no cell reference"):
+        read_cell_value(str(hand), "Q", "A1:B2")
+
+
+def test_sheet_fuzzy_check_cell_freeze_and_zoom(tmp_path):
+    result = book(tmp_path / "r.xlsx", {"Sheet1": [["Addr", "Total"], ["12 Main Rd.", 10.04]]},
+                  styles={"B2": Font(bold=True)}, freeze="A2", zoom=150)
+    gold = book(tmp_path / "g.xlsx", {"Sheet1": [["addr", "Total"], ["12 main road", 10]]}, freeze="A2")
+    fuzzy = {"type": "sheet_fuzzy", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1", "rules": [
+        {"range": ["A2"], "type": "exact_match", "ignore_case": True, "ignore_chars": ".",
+         "normalization": [["Rd", "Road"]]},
+        {"range": ["A1"], "type": "fuzzy_match", "threshold": 70}]}
+    assert compare_table(result, gold, rules=[fuzzy]) == 1.0
+    strict = {**fuzzy, "rules": [{"range": ["A1:A2"], "type": "exact_match"}]}
+    assert compare_table(result, gold, rules=[strict]) == 0.0
+    cell = {"type": "check_cell", "sheet_idx": "RNSheet1", "coordinate": "B2",
+            "props": {"value": {"method": "approx:0.1", "ref": 10}, "font_bold": {"method": "eq", "ref": True}}}
+    assert compare_table(result, gold, rules=[cell]) == 1.0
+    assert compare_table(gold, gold, rules=[{**cell, "sheet_idx": "ENSheet1"}]) == 0.0  # not bold there
+    assert compare_table(result, gold, rules=[{"type": "freeze", "sheet_idx0": "RI0", "sheet_idx1": "EI0"}]) == 1.0
+    zoom = {"type": "zoom", "sheet_idx": "RNSheet1", "method": "gt", "ref": 120}
+    assert compare_table(result, gold, rules=[zoom]) == 1.0
+    assert compare_table(gold, gold, rules=[zoom]) == 0.0  # no zoom set: 100
+
+
+def test_the_support_check_names_what_cua_lacks():
+    def task(func, options):
+        return {"config": [], "evaluator": {"func": func, "options": options,
+                                            "result": {"type": "vm_file", "path": "/r.xlsx", "dest": "r.xlsx"}}}
+    assert unsupported(task("compare_table", {"rules": [data_rule(), {"type": "sheet_name"}]})) == []
+    assert unsupported(task("compare_table", {"rules": [{"type": "chart"}, {"type": "pivot_table"}]})) == [
+        "metric 'compare_table' rule 'chart'", "metric 'compare_table' rule 'pivot_table'"]
+    assert unsupported(task("compare_table", {"rules": [{"type": "check_cell", "props": {"border": {}}}]})) == [
+        "metric 'compare_table' cell property 'border'"]
+    # A list of metrics: each takes its own options.
+    assert unsupported(task(["compare_table", "compare_table"], [{"rules": [data_rule()]},
+                                                                  {"rules": [{"type": "style"}]}])) == [
+        "metric 'compare_table' rule 'style'"]
+    assert unsupported(task("compare_csv", {})) == []
+
+
+def test_without_pandas_a_table_task_is_unsupported_with_the_way_to_get_it(monkeypatch):
+    monkeypatch.setattr("cua_cli.osworld.support.missing_libraries", lambda: ["pandas"])
+    ev = {"func": "compare_table", "options": {"rules": [data_rule()]}}
+    assert unsupported({"config": [], "evaluator": ev}) == [
+        "metric 'compare_table' (needs pandas: pip install 'cua[office]')"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False),
+                                        st.text("abc xyz", max_size=5), st.none()), min_size=2, max_size=2),
+                     min_size=1, max_size=5),
+       junk=st.binary(max_size=64))
+def test_a_book_equals_itself_and_any_bytes_score_0(tmp_path_factory, rows, junk):
+    folder = tmp_path_factory.mktemp("t")
+    path = book(folder / "b.xlsx", {"Sheet1": [["h1", "h2"], *rows]})
+    copy = book(folder / "c.xlsx", {"Sheet1": [["h1", "h2"], *rows]})
+    assert compare_table(path, copy, rules=[data_rule(), {"type": "sheet_name"}]) == 1.0
+    bad = folder / "bad.xlsx"
+    bad.write_bytes(junk)
+    assert compare_table(str(bad), path, rules=[data_rule()]) == 0.0
+
+
+# -- through the evaluator: vm_file from the desktop, cloud_file from the web
+
+def test_a_calc_task_is_scored_from_the_desktops_file_and_the_gold_files_on_the_web(tmp_path):
+    gold_dir = tmp_path / "served"
+    gold_dir.mkdir()
+    gold = Path(book(gold_dir / "g.xlsx", DATA)).read_bytes()
+    web = Web({"/gold?id=1": (200, {}, gold), "/gold?id=2": (200, {}, b"name,amount\na,1.2M\n")})
+    vm = StandIn(tmp_path / "vm")
+    try:
+        api = DesktopAPI(ApiSettings(vm.url, timeout_s=5, retries=1))
+        ctx = SetupContext(api, Downloads(tmp_path / "downloads"), episode_folder(tmp_path / "work", "t", "0_0"))
+        ev = {"func": "compare_table",
+              "result": {"type": "vm_file", "multi": True, "path": ["/home/user/out.xlsx", "/home/user/out-Sheet1.csv"],
+                         "dest": ["out.xlsx", "out-Sheet1.csv"]},
+              "expected": {"type": "cloud_file", "multi": True, "path": [f"{web.url}/gold?id=1", f"{web.url}/gold?id=2"],
+                           "dest": ["out_gold.xlsx", "out_gold-Sheet1.csv"]},
+              "options": {"rules": [data_rule(), {"type": "sheet_print", "sheet_idx0": "RNSheet1",
+                                                  "sheet_idx1": "ENSheet1"}]}}
+
+        def score():
+            return evaluate(ev, "DONE", ctx, Budget(step_timeout=5, deadline=time.monotonic() + 30),
+                            file_tries=1, file_retry_s=0)
+        assert score() == 0.0  # the agent saved nothing
+        book(vm.desktop.path("~/out.xlsx"), DATA)
+        vm.desktop.path("~/out-Sheet1.csv").write_text("name,amount\na,1.2M\n")
+        assert score() == 1.0
+        vm.desktop.path("~/out-Sheet1.csv").write_text("name,amount\na,1.3M\n")
+        assert score() == 0.0
+        broken = {**ev, "options": {"rules": [data_rule(sheet_idx1="ENMissing")]}}
+        with pytest.raises(EvalError, match="metric compare_table: ValueError: sheet 'ENMissing' cannot be read"):
+            evaluate(broken, "DONE", ctx, Budget(step_timeout=5, deadline=time.monotonic() + 30))
+    finally:
+        vm.close()
+        web.close()
