@@ -50,6 +50,11 @@ BACKENDS = {
     "ray": "cua_cli.rollout.backends.ray:RayActors",
 }
 
+# env.osworld.apps: the desktop apps OSWorld's tasks ask for (osworld/apps.py reads them from a task's
+# related_apps and finds them on a host)
+DESKTOP_APPS = ("chrome", "libreoffice_calc", "libreoffice_writer", "libreoffice_impress", "gimp", "vs_code",
+                "thunderbird", "vlc")
+
 # env.env with env.kind agentgym: the AgentGym env servers cua speaks to, each with a preset
 # (envs/agentgym_presets.py) and, but for WebArena, a ReAct prompt (agents/agentgym_prompts.py)
 AGENTGYM_ENVS = ("webarena", "textcraft", "babyai", "sciworld", "alfworld", "webshop", "sqlgym", "searchqa",

@@ -129,6 +129,42 @@ def test_tasks_cua_cannot_play_are_listed_and_counted_apart_never_scored(tmp_pat
     assert (figures["scheduled"], figures["unsupported"]) == (1, 1)  # in no rate: never a failure
 
 
+
+def test_a_task_whose_app_the_desktops_lack_is_not_played_there(tmp_path, monkeypatch):
+    from cua_cli.config import load_config
+    from cua_cli.osworld.apps import needed, on_this_host
+    from cua_cli.rollout.desktops import split_unsupported
+
+    def task(task_id, apps):
+        return Task(task_id, "d", "x", {"config": [], "related_apps": apps}, {"func": "infeasible"})
+    tasks = [task("calc", ["libreoffice calc", "os"]), task("term", ["os", "terminal"]),
+             task("code", ["VSCode", "Chrome", "chrome"])]
+    assert [needed(t.config) for t in tasks] == [["libreoffice_calc"], [], ["vs_code", "chrome"]]
+
+    def split(yaml_text):
+        (tmp_path / "c.yaml").write_text(yaml_text)
+        kept, refused = split_unsupported(load_config(str(tmp_path / "c.yaml")), tasks)
+        return [t.task_id for t in kept], {r["task_id"]: r["missing"] for r in refused}
+
+    # cua's own desktops have what this host has: here, a PATH with only `code` on it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "code").write_text("#!/bin/sh\n")
+    (bin_dir / "code").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert on_this_host() == ["vs_code"]
+    kept, refused = split("env: {kind: osworld, url: local}\nagent: {kind: osworld}\n")
+    assert kept == ["term"]
+    assert refused == {"calc": ["app 'libreoffice_calc' (not on these desktops)"],
+                       "code": ["app 'chrome' (not on these desktops)"]}
+    # OSWorld's VMs or DART's desktops have OSWorld's image: every app.
+    assert split("env: {kind: osworld, url: 'http://127.0.0.1:9'}\nagent: {kind: osworld}\n")[0] == [
+        "calc", "term", "code"]
+    # Told which apps the desktops have, cua believes it.
+    assert split("env: {kind: osworld, url: local, osworld: {apps: [libreoffice_calc]}}\n"
+                 "agent: {kind: osworld}\n")[0] == ["calc", "term"]
+
+
 def test_a_listed_desktop_that_fails_its_check_twice_is_put_aside(capsys, monkeypatch):
     from cua_cli.envserver.desktop_list import DesktopList
 

@@ -8,7 +8,7 @@ from typing import Literal, Optional
 
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from ..kinds import AGENTGYM_ENVS, AGENTS, BACKENDS, ENVS, PROVIDERS
+from ..kinds import AGENTGYM_ENVS, AGENTS, BACKENDS, DESKTOP_APPS, ENVS, PROVIDERS
 from .bounds import DAY_S, MAX_INT
 from .fields import (
     Duration,
@@ -126,6 +126,10 @@ class OsworldEnv(Section):
                                                           "reset: an episode finds what the last one left).")
     screen: Literal["1920x1080", "1280x720", "1366x768", "1600x900", "2560x1440"] = Field(
         "1920x1080", description="env.url local: the desktops' screen size.")
+    apps: Optional[list[one_of(DESKTOP_APPS)]] = Field(
+        None, description="The apps the desktops have, by OSWorld's related_apps names; a task that names "
+                          "another is not played (listed as unsupported). null: for cua's own desktops (env.url "
+                          "local, no desktops list) the apps installed on this host, else all of OSWorld's image.")
     warm: between(int, 0, 1024) = Field(0, description="env.url local: desktops kept started before they are "
                                                        "asked for, so an allocation answers at once.")
     pause_s: between(float, 0, 60) = Field(2.0, description="After each action, before the next screenshot, s "

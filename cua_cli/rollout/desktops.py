@@ -8,6 +8,8 @@ from .._util.diag import warn
 from ..config import Config
 from ..envserver.desktop_list import DesktopList, ListServer
 from ..errors import ConfigError
+from ..kinds import DESKTOP_APPS
+from ..osworld.apps import needed, on_this_host
 from ..osworld.support import unsupported
 from .envserver_process import EnvServerProcess
 
@@ -16,13 +18,15 @@ LOCAL_TOKEN_ENV = "CUA_LOCAL_DESKTOP_TOKEN"
 
 
 def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
-    """OSWorld tasks that use a setup step, getter or metric cua lacks are not played (and never
-    scored 0): they are listed in the run folder and counted apart."""
+    """OSWorld tasks that use a setup step, getter or metric cua lacks, or an app the desktops lack,
+    are not played (and never scored 0): they are listed in the run folder and counted apart."""
     if cfg.env.kind != "osworld":
         return tasks, []
+    apps = set(desktop_apps(cfg))
     playable, refused = [], []
     for t in tasks:
         missing = unsupported(t.to_dict())
+        missing += [f"app {a!r} (not on these desktops)" for a in needed(t.config) if a not in apps]
         if missing:
             refused.append({"task_id": t.task_id, "domain": t.domain, "missing": missing})
         else:
@@ -34,6 +38,15 @@ def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
         raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
                           f"{', '.join(refused[0]['missing'])})")
     return playable, refused
+
+
+def desktop_apps(cfg: Config) -> list[str]:
+    """The apps the run's desktops have: env.osworld.apps, else this host's for cua's own desktops,
+    else all (OSWorld's image)."""
+    o = cfg.env.osworld
+    if o.apps is not None:
+        return list(o.apps)
+    return on_this_host() if cfg.env.url == "local" and not o.desktops else list(DESKTOP_APPS)
 
 
 class DesktopListServer:
