@@ -24,11 +24,24 @@ for pkg in "${DESKTOP_PKGS[@]}"; do
         PKGS+=("$pkg")
     fi
 done
-if [ ${#PKGS[@]} -gt 0 ]; then
-    echo "[setup] installing Debian ${PKGS[*]}"
+# The apps of OSWorld's tasks that the desktops have, without what Debian merely recommends (for
+# LibreOffice: Java, help, every language): OSWorld's spreadsheet tasks run on LibreOffice Calc.
+APP_PKGS=()
+for pkg in libreoffice-calc; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+        APP_PKGS+=("$pkg")
+    fi
+done
+if [ ${#PKGS[@]} -gt 0 ] || [ ${#APP_PKGS[@]} -gt 0 ]; then
+    echo "[setup] installing Debian ${PKGS[*]} ${APP_PKGS[*]}"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${PKGS[@]}" >/dev/null
+    if [ ${#PKGS[@]} -gt 0 ]; then
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${PKGS[@]}" >/dev/null
+    fi
+    if [ ${#APP_PKGS[@]} -gt 0 ]; then
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APP_PKGS[@]}" >/dev/null
+    fi
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -4,6 +4,7 @@ as an agent's would (pyautogui code and shell commands through /execute)."""
 
 import time
 
+import openpyxl
 import pytest
 from helpers.desktops import needs_desktops
 from test_osworld_desktop import DATA, TASKS
@@ -12,7 +13,7 @@ from cua_cli._util.budget import Budget
 from cua_cli.envserver.desktop.desktop import LocalDesktop
 from cua_cli.osworld.desktop_api import ApiSettings, DesktopAPI
 from cua_cli.osworld.evaluator import evaluate
-from cua_cli.osworld.local_files import Downloads, episode_folder
+from cua_cli.osworld.local_files import Downloads, cache_key, episode_folder
 from cua_cli.osworld.setup import SetupContext, run_steps
 from cua_cli.osworld.task_files import read_tasks
 
@@ -94,3 +95,51 @@ def test_terminal_product(ctx):
 def test_infeasible_rule(ctx, last, expected):
     set_up("cua-os-infeasible-firmware", ctx)
     assert score("cua-os-infeasible-firmware", ctx, last_action=last) == expected
+
+
+# -- a spreadsheet task in LibreOffice Calc (installed on the desktops by scripts/setup_env.sh)
+
+CALC = read_tasks(DATA / "calc" / "cua-calc-row-totals.json")[0]
+SALES = [["item", "q1", "q2"], ["pens", 3, 4], ["ink", 10, 5]]
+
+
+def write_book(path, rows):
+    wb = openpyxl.Workbook()
+    wb.active.title = "Sheet1"
+    for row in rows:
+        wb.active.append(row)
+    wb.save(path)
+
+
+def test_a_spreadsheet_task_is_set_up_in_calc_and_scored_from_the_saved_book(desktop, tmp_path):
+    # The task's two files, where an offline run finds its downloads (OSWorld's cache names).
+    offline = tmp_path / "files"
+    offline.mkdir()
+    [download] = CALC["config"]["config"][0]["parameters"]["files"]
+    write_book(offline / cache_key(download["url"], download["path"]), SALES)
+    gold = CALC["evaluator"]["expected"]
+    write_book(offline / cache_key(gold["path"], gold["dest"]), [SALES[0] + ["Total"], SALES[1] + [7], SALES[2] + [15]])
+    api = DesktopAPI(ApiSettings(f"http://127.0.0.1:{desktop.port}", timeout_s=30, retries=1))
+    ctx = SetupContext(api, Downloads(tmp_path / "downloads", offline_dir=offline),
+                       episode_folder(tmp_path / "work", "calc", "0_0"), upload_root=tmp_path / "uploads")
+
+    def calc_score():
+        return evaluate(CALC["evaluator"], "DONE", ctx, budget(), file_tries=2, file_retry_s=0.05)
+
+    run_steps(CALC["config"]["config"], ctx, budget())
+    deadline = time.monotonic() + 120  # LibreOffice's first start, on a loaded machine
+    while "sales.xlsx - LibreOffice Calc" not in api.execute(["wmctrl", "-l"], budget())["output"]:
+        assert time.monotonic() < deadline, "LibreOffice Calc never showed sales.xlsx"
+        time.sleep(0.2)
+    assert calc_score() == 0  # saved as it was: no totals
+    act(ctx, "pyautogui.hotkey('ctrl', 'home'); pyautogui.press('right', presses=3, interval=0.3); "
+             "pyautogui.write('Total'); pyautogui.press('enter'); pyautogui.write('=B2+C2'); pyautogui.press('enter'); "
+             "pyautogui.write('=B3+C3'); pyautogui.press('enter')")
+    assert eventually_one_of(calc_score) == 1
+
+
+def eventually_one_of(score_now, timeout=60):
+    deadline = time.monotonic() + timeout
+    while (s := score_now()) != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return s

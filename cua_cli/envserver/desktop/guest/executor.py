@@ -346,10 +346,33 @@ def _wait_for_window_manager(timeout: float = 10.0) -> None:
     display.close()
 
 
+# LibreOffice's user settings as OSWorld's image has them: its tasks save a spreadsheet with one
+# ctrl+s (no "keep this format?" question) and start with no tip-of-the-day dialog in the way.
+LIBREOFFICE_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse">\
+<value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">\
+<value>false</value></prop></item>
+</oor:items>
+"""
+
+
+def seed_home() -> None:
+    """The user's home as a fresh desktop of OSWorld's image starts it."""
+    os.makedirs(os.path.join(HOME, "Desktop"), exist_ok=True)
+    profile = os.path.join(HOME, ".config", "libreoffice", "4", "user")
+    os.makedirs(profile, exist_ok=True)
+    settings = os.path.join(profile, "registrymodifications.xcu")
+    if not os.path.exists(settings):
+        with open(settings, "w") as f:
+            f.write(LIBREOFFICE_PROFILE)
+
+
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     executor = Executor()
-    os.makedirs(os.path.join(HOME, "Desktop"), exist_ok=True)
+    seed_home()
     if os.path.exists(SOCKET):
         os.unlink(SOCKET)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
