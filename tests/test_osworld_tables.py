@@ -188,7 +188,7 @@ def test_the_support_check_names_what_cua_lacks():
 
 
 def test_without_pandas_a_table_task_is_unsupported_with_the_way_to_get_it(monkeypatch):
-    monkeypatch.setattr("cua_cli.osworld.support.missing_libraries", lambda: ["pandas"])
+    monkeypatch.setattr("cua_cli.osworld.support.missing_libraries", lambda metric: ["pandas"])
     ev = {"func": "compare_table", "options": {"rules": [data_rule()]}}
     assert unsupported({"config": [], "evaluator": ev}) == [
         "metric 'compare_table' (needs pandas: pip install 'cua[office]')"]

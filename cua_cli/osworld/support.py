@@ -1,10 +1,15 @@
 """Which parts of a task cua does not implement: such a task is refused when a run starts and
 counted as `unsupported`, never played and scored 0."""
 
+import importlib.util
+
 from .getters import GETTERS
 from .metrics import METRICS
 from .setup import STEPS
-from .tables import missing_libraries, unsupported_rules
+from .tables import unsupported_rules
+
+# The metrics that need the `office` extra: the modules each imports, by their pip names.
+OFFICE = {"compare_table": {"pandas": "pandas", "openpyxl": "openpyxl"}, "compare_pptx_files": {"pptx": "python-pptx"}}
 
 
 def steps_and_evaluator(task: dict) -> tuple[list, dict]:
@@ -40,20 +45,27 @@ def unsupported(task: dict) -> list[str]:
     for i, name in enumerate(names):
         if name not in METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
             note("metric", name)
-        elif name == "compare_table":
+            continue
+        if name == "compare_table":
             if isinstance(func, list):  # one options object per metric, as the evaluator pairs them
                 options_i = options[i] if isinstance(options, list) and len(options) == len(names) else None
             else:
                 options_i = options
             for part in unsupported_rules(options_i):
                 note("metric", name, part)
-            if missing_libraries():
-                note("metric", name, f"(needs {' and '.join(missing_libraries())}: pip install 'cua[office]')")
+        lacking = missing_libraries(name)
+        if lacking:
+            note("metric", name, f"(needs {' and '.join(lacking)}: pip install 'cua[office]')")
     for key in ("result", "expected"):
         for getter in _list(evaluator.get(key)):
             if isinstance(getter, dict) and getter and getter.get("type") not in GETTERS:
                 note("getter", getter.get("type"))
     return missing
+
+
+def missing_libraries(metric: str) -> list[str]:
+    """The pip packages of the `office` extra that `metric` needs and this host lacks."""
+    return [pip for module, pip in OFFICE.get(metric, {}).items() if importlib.util.find_spec(module) is None]
 
 
 def _list(value) -> list:

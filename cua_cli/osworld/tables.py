@@ -9,12 +9,11 @@ digits), `sheet_print` the CSV that the task's postconfig printed beside the boo
 and `check_cell`'s value the cell's cached value in the file's XML, the rest openpyxl's view.
 
 pandas (OSWorld's 2.2 line) and openpyxl are the `office` extra, imported when a table is
-scored; without them a task that needs this metric is unsupported (see `missing_libraries`).
+scored; without them a task that needs this metric is unsupported (support.py).
 A result the agent left unreadable scores 0; a rule or expected book that is broken raises
 (the evaluator's EvalError).
 """
 
-import importlib.util
 import itertools
 import os
 import re
@@ -30,11 +29,6 @@ CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_
 MAX_BOOK_BYTES = 256 << 20
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _COORDINATE = re.compile(r"[A-Z]{1,3}[1-9][0-9]{0,6}")
-
-
-def missing_libraries() -> list[str]:
-    """The libraries of the `office` extra this host lacks."""
-    return [m for m in ("pandas", "openpyxl") if importlib.util.find_spec(m) is None]
 
 
 def unsupported_rules(options) -> list[str]:
