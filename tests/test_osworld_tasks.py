@@ -164,10 +164,10 @@ def test_unsupported_names_each_part_once(tmp_path):
                            {"type": "execute", "parameters": {"command": "true"}},
                            {"type": "googledrive", "parameters": {}}],
                    evaluator={"postconfig": [{"type": "chrome_open_tabs", "parameters": {}}],
-                              "func": ["compare_docx_files", "exact_match", "compare_docx_files"],
+                              "func": ["compare_pdfs", "exact_match", "compare_pdfs"],
                               "result": [{"type": "vm_file"}, {"type": "active_tab_info"}, {"type": "vm_file"}],
                               "expected": [{"type": "cloud_file"}, {"type": "rule"}, {}]})
-    assert unsupported(task) == ["step 'chrome_open_tabs'", "step 'googledrive'", "metric 'compare_docx_files'",
+    assert unsupported(task) == ["step 'chrome_open_tabs'", "step 'googledrive'", "metric 'compare_pdfs'",
                                  "getter 'active_tab_info'"]
     assert unsupported(example(evaluator={"func": "infeasible"})) == []
     assert unsupported(example(evaluator={"func": ["infeasible"], "result": [{"type": "rule"}]})) == [

@@ -11,7 +11,7 @@ evaluator reports it as an EvalError.
 Files are read as OSWorld reads them (text, universal newlines), but bytes
 that are not UTF-8 are kept apart (surrogateescape) instead of raising.
 
-The spreadsheet and slide-deck metrics are in tables.py and slides.py. Left out, with why, in `LEFT_OUT`.
+The spreadsheet, slide-deck and document metrics are in tables.py, slides.py and documents.py. Left out, with why, in `LEFT_OUT`.
 """
 
 import ast
@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional
 
 import yaml
 
+from .documents import compare_docx_files
 from .slides import compare_pptx_files
 from .tables import compare_table
 from .values import match_value, similarity
@@ -390,13 +391,14 @@ METRICS: dict[str, Callable[..., Any]] = {f.__name__: f for f in (
     compare_terminal_and_txt, file_contains, check_list, check_line_number, compare_csv, check_csv, check_json,
     check_json_settings, check_json_keybindings, is_extension_installed, is_included_all_json_objects,
     run_sqlite3, compare_time_in_speedtest_results, check_gnome_favorite_apps, is_utc_0, check_text_enlarged,
-    check_moved_jpgs, is_in_vm_clickboard, is_vlc_fullscreen, compare_table, compare_pptx_files)}
+    check_moved_jpgs, is_in_vm_clickboard, is_vlc_fullscreen, compare_table, compare_pptx_files,
+    compare_docx_files)}
 
 # OSWorld metrics cua does not implement, by reason (a task using one is refused as unsupported).
 LEFT_OUT = {
-    "needs document/pdf/image/media libraries (python-docx, PyMuPDF, scikit-image, "
+    "needs pdf/image/media libraries (PyMuPDF, scikit-image, "
     "librosa, ...), too heavy for a rollout host": (
-        "compare_docx_files", "compare_pdfs",
+        "compare_pdfs",
         "compare_images", "compare_audios", "compare_videos", "check_structure_sim", "compare_epub",
         "check_mp3_meta", "check_pdf_pages", "fuzzy_place_math", "is_gold_text_included_in_pdf"),
     "needs lxml and cssselect for XPath/CSS over the accessibility tree": ("check_accessibility_tree",),

@@ -9,7 +9,8 @@ from .setup import STEPS
 from .tables import unsupported_rules
 
 # The metrics that need the `office` extra: the modules each imports, by their pip names.
-OFFICE = {"compare_table": {"pandas": "pandas", "openpyxl": "openpyxl"}, "compare_pptx_files": {"pptx": "python-pptx"}}
+OFFICE = {"compare_table": {"pandas": "pandas", "openpyxl": "openpyxl"}, "compare_pptx_files": {"pptx": "python-pptx"},
+          "compare_docx_files": {"docx": "python-docx"}}
 
 
 def steps_and_evaluator(task: dict) -> tuple[list, dict]:

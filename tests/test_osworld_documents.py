@@ -1,0 +1,63 @@
+"""OSWorld's text-document metric (cua_cli/osworld/documents.py) on real .docx files written by
+python-docx: each of its comparisons, and documents the agent broke."""
+
+import pytest
+from docx import Document
+
+from cua_cli.osworld.documents import compare_docx_files
+from cua_cli.osworld.support import unsupported
+
+TEXT = ["Dear team,", "", "The  meeting moves to Friday.", "Regards"]
+
+
+def doc(path, paragraphs=TEXT) -> str:
+    d = Document()
+    for text in paragraphs:
+        d.add_paragraph(text)
+    d.save(path)
+    return str(path)
+
+
+def test_blank_space_case_and_order(tmp_path):
+    gold = doc(tmp_path / "gold.docx")
+    assert compare_docx_files(doc(tmp_path / "same.docx"), gold) == 1.0
+    # ignore_blanks (the default): white space runs, empty paragraphs included, count as one space
+    squeezed = doc(tmp_path / "sq.docx", ["Dear team,", "The meeting moves to Friday.", "Regards"])
+    assert compare_docx_files(squeezed, gold) == 1.0
+    assert compare_docx_files(squeezed, gold, ignore_blanks=False) == 0.0
+    upper = doc(tmp_path / "up.docx", [t.upper() for t in TEXT])
+    assert compare_docx_files(upper, gold) == 0.0
+    assert compare_docx_files(upper, gold, ignore_case=True) == 1.0
+    assert compare_docx_files(upper, gold, ignore_blanks=False, ignore_case=True) == 1.0
+    shuffled = doc(tmp_path / "sh.docx", list(reversed(TEXT)))
+    assert compare_docx_files(shuffled, gold) == 0.0
+    assert compare_docx_files(shuffled, gold, ignore_order=True) == 1.0
+
+
+def test_content_only_is_a_fuzzy_score(tmp_path):
+    gold = doc(tmp_path / "gold.docx")
+    close = doc(tmp_path / "close.docx", ["Dear team,", "The meeting moves to Monday.", "Regards"])
+    score = compare_docx_files(close, gold, content_only=True)
+    assert 0.85 < score < 1.0
+    assert compare_docx_files(close, gold) == 0.0
+
+
+def test_a_document_the_agent_broke_scores_0_and_a_broken_task_raises(tmp_path):
+    gold = doc(tmp_path / "gold.docx")
+    junk = tmp_path / "junk.docx"
+    junk.write_bytes(b"not a document")
+    assert compare_docx_files(None, gold) == 0.0
+    assert compare_docx_files(str(junk), gold) == 0.0
+    assert compare_docx_files(str(tmp_path / "absent.docx"), gold) == 0.0
+    with pytest.raises(Exception):  # the gold file is the task's: the evaluator makes it an EvalError
+        compare_docx_files(gold, str(junk))
+    with pytest.raises(ValueError, match="must be .docx"):
+        compare_docx_files(gold, str(tmp_path / "gold.odt"))
+
+
+def test_a_document_task_is_supported_with_the_office_extra(monkeypatch):
+    ev = {"config": [], "evaluator": {"func": "compare_docx_files", "options": {"ignore_blanks": False},
+                                      "result": {"type": "vm_file", "path": "/d.docx", "dest": "d.docx"}}}
+    assert unsupported(ev) == []
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    assert unsupported(ev) == ["metric 'compare_docx_files' (needs python-docx: pip install 'cua[office]')"]
