@@ -108,8 +108,8 @@ def test_a_result_the_agent_left_unreadable_scores_0_and_a_broken_task_raises(tm
         compare_table(gold, gold, rules=[data_rule(sheet_idx1="ENNope")])
     with pytest.raises(ValueError, match="none of RI<n>"):
         compare_table(gold, gold, rules=[data_rule(sheet_idx0="X1")])
-    with pytest.raises(ValueError, match="rule type 'chart' is not implemented"):
-        compare_table(gold, gold, rules=[{"type": "chart"}])
+    with pytest.raises(ValueError, match="rule type 'sparkline' is not implemented"):
+        compare_table(gold, gold, rules=[{"type": "sparkline"}])
 
 
 def test_sheet_print_compares_the_printed_csv_beside_each_book(tmp_path):
@@ -176,8 +176,8 @@ def test_the_support_check_names_what_cua_lacks():
         return {"config": [], "evaluator": {"func": func, "options": options,
                                             "result": {"type": "vm_file", "path": "/r.xlsx", "dest": "r.xlsx"}}}
     assert unsupported(task("compare_table", {"rules": [data_rule(), {"type": "sheet_name"}]})) == []
-    assert unsupported(task("compare_table", {"rules": [{"type": "chart"}, {"type": "pivot_table"}]})) == [
-        "metric 'compare_table' rule 'chart'", "metric 'compare_table' rule 'pivot_table'"]
+    assert unsupported(task("compare_table", {"rules": [{"type": "sparkline"}, {"type": "filter"}]})) == [
+        "metric 'compare_table' rule 'filter'", "metric 'compare_table' rule 'sparkline'"]
     assert unsupported(task("compare_table", {"rules": [{"type": "check_cell", "props": {"border": {}}}]})) == [
         "metric 'compare_table' cell property 'border'"]
     # A list of metrics: each takes its own options.
@@ -243,3 +243,74 @@ def test_a_calc_task_is_scored_from_the_desktops_file_and_the_gold_files_on_the_
     finally:
         vm.close()
         web.close()
+
+
+# -- charts and pivot tables, as openpyxl reads them back
+
+SALES = [["region", "item", "sales"], ["n", "a", 1], ["s", "b", 2], ["n", "b", 3]]
+
+
+def with_chart(path: Path, values="C2:C4", title="Sales", kind="bar") -> str:
+    from openpyxl.chart import BarChart, LineChart, Reference
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Sheet1"
+    for row in SALES:
+        ws.append(row)
+    chart = BarChart() if kind == "bar" else LineChart()
+    chart.title = title
+    first, last = values.split(":")
+    chart.add_data(Reference(ws, range_string=f"Sheet1!{first}:{last}"))
+    chart.set_categories(Reference(ws, range_string="Sheet1!B2:B4"))
+    ws.add_chart(chart, "E2")
+    wb.save(path)
+    return str(path)
+
+
+def with_pivot(path: Path, rows=(0,), data_field=2, subtotal="sum") -> str:
+    from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource
+    from openpyxl.pivot.table import DataField, FieldItem, Location, PivotField, RowColField, TableDefinition
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Sheet1"
+    for row in SALES:
+        ws.append(row)
+    pivot = TableDefinition(
+        name="Pivot1", cacheId=1, dataCaption="Values",
+        location=Location(ref="E1:F3", firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
+        pivotFields=[PivotField(axis="axisRow", items=[FieldItem(x=0), FieldItem(x=1), FieldItem(t="default")]),
+                     PivotField(), PivotField(dataField=True)],
+        rowFields=[RowColField(x=x) for x in rows], dataFields=[DataField(fld=data_field, subtotal=subtotal)])
+    pivot.cache = CacheDefinition(
+        cacheSource=CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref="A1:C4", sheet="Sheet1")),
+        cacheFields=[CacheField(name=n, sharedItems=SharedItems()) for n in SALES[0]])
+    ws._pivots.append(pivot)
+    wb.save(path)
+    return str(path)
+
+
+def test_charts_are_compared_by_their_ranges_and_the_props_asked_for(tmp_path):
+    rule = {"type": "chart", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
+            "chart_props": ["type", "title"]}
+    gold = with_chart(tmp_path / "gold.xlsx")
+    assert compare_table(with_chart(tmp_path / "same.xlsx"), gold, rules=[rule]) == 1.0
+    assert compare_table(with_chart(tmp_path / "range.xlsx", values="C2:C3"), gold, rules=[rule]) == 0.0
+    retitled = with_chart(tmp_path / "title.xlsx", title="Revenue")
+    assert compare_table(retitled, gold, rules=[rule]) == 0.0
+    assert compare_table(retitled, gold, rules=[{**rule, "chart_props": ["type"]}]) == 1.0
+    assert compare_table(with_chart(tmp_path / "line.xlsx", kind="line"), gold, rules=[rule]) == 0.0
+    assert compare_table(book(tmp_path / "none.xlsx", {"Sheet1": SALES}), gold, rules=[rule]) == 0.0
+
+
+def test_pivot_tables_are_compared_by_source_and_the_props_asked_for(tmp_path):
+    rule = {"type": "pivot_table", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
+            "pivot_props": ["row_fields", "data_fields", "selection"]}
+    gold = with_pivot(tmp_path / "gold.xlsx")
+    assert compare_table(with_pivot(tmp_path / "same.xlsx"), gold, rules=[rule]) == 1.0
+    assert compare_table(with_pivot(tmp_path / "rows.xlsx", rows=(1,)), gold, rules=[rule]) == 0.0
+    assert compare_table(with_pivot(tmp_path / "avg.xlsx", subtotal="average"), gold, rules=[rule]) == 0.0
+    assert compare_table(with_pivot(tmp_path / "avg.xlsx", subtotal="average"), gold,
+                         rules=[{**rule, "pivot_props": ["row_fields"]}]) == 1.0
+    assert compare_table(book(tmp_path / "none.xlsx", {"Sheet1": SALES}), gold, rules=[rule]) == 0.0

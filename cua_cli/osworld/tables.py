@@ -6,7 +6,8 @@ Each rule passes or the score is 0; all passing is 1. Sheets are named as OSWorl
 or a bare index into the result. Values are read the ways OSWorld reads them, so that scores
 match its own: `sheet_data` compares pandas' DataFrames of `read_excel` (rounded to `precision`
 digits), `sheet_print` the CSV that the task's postconfig printed beside the book, `sheet_fuzzy`
-and `check_cell`'s value the cell's cached value in the file's XML, the rest openpyxl's view.
+and `check_cell`'s value the cell's cached value in the file's XML, the rest (charts, pivot
+tables, cell styles, panes, zoom) openpyxl's view.
 
 pandas (OSWorld's 2.2 line) and openpyxl are the `office` extra, imported when a table is
 scored; without them a task that needs this metric is unsupported (support.py).
@@ -23,7 +24,8 @@ from xml.etree import ElementTree
 
 from .values import match_value, similarity
 
-RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell")
+RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell", "chart",
+         "pivot_table")
 CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
                "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink")
 MAX_BOOK_BYTES = 256 << 20
@@ -239,8 +241,96 @@ def _cell_style(prop: str, cell) -> Any:
     return getattr(cell.font, prop[len("font_"):])  # name, family, bold, italic, underline, size
 
 
+def _chart(books: _Books, rule: dict) -> bool:
+    return _charts(books, rule["sheet_idx0"], rule) == _charts(books, rule["sheet_idx1"], rule)
+
+
+def _charts(books: _Books, index, rule: dict) -> dict:
+    """The sheet's charts as OSWorld sees them: keyed by their series' data and category ranges, each
+    with the `chart_props` the rule asks for."""
+    sheet = books.worksheet(index)
+    if sheet is None:
+        return {}
+    props = set(rule.get("chart_props", []))
+    out = {}
+    for chart in sheet._charts:
+        info = {}
+        for prop in ("title", "xtitle", "ytitle", "ztitle"):
+            if prop in props:
+                owner = chart if prop == "title" else getattr(chart, f"{prop[0]}_axis", None)
+                try:
+                    info[prop] = owner.title.tx.rich.p[0].r[0].t
+                except Exception:  # no such title, or not rich text
+                    info[prop] = None
+        if "legend" in props:
+            info["legend"] = chart.legend.position if chart.legend is not None else None
+        if "anchor" in props:  # OSWorld's list, the "to" row twice and the "from" row never
+            a = chart.anchor
+            info["anchor"] = [a.editAs, a._from.col, a.to.row, a.to.col, a.to.row]
+        for prop, value in (("width", lambda: chart.width), ("height", lambda: chart.height),
+                            ("type", lambda: chart.tagname), ("direction", lambda: chart.barDir)):
+            if prop in props:
+                info[prop] = value()
+        out[";".join(f"{_ref(s.val)},{_ref(s.cat)}" for s in chart.series)] = info
+    return out
+
+
+def _ref(data) -> str:
+    """A series' data or categories as the formula of the range they come from ("" when none)."""
+    for kind in ("numRef", "strRef"):
+        ref = getattr(data, kind, None)
+        if hasattr(ref, "f"):
+            return f"{ref.f}"
+    return ""
+
+
+def _pivot_table(books: _Books, rule: dict) -> bool:
+    return _pivots(books, rule["sheet_idx0"], rule) == _pivots(books, rule["sheet_idx1"], rule)
+
+
+def _pivots(books: _Books, index, rule: dict) -> dict:
+    """The sheet's pivot tables as OSWorld sees them: keyed by their source range (cut to the
+    fields that select items), each with the `pivot_props` the rule asks for."""
+    from openpyxl.utils import coordinate_to_tuple
+
+    sheet = books.worksheet(index)
+    if sheet is None:
+        return {}
+    props = set(rule.get("pivot_props", []))
+    out = {}
+    for pivot in sheet._pivots:
+        chosen = [[(item.h, item.x) for item in field.items if item.x is not None] for field in pivot.pivotFields]
+        left = next((i for i, c in enumerate(chosen) if c), len(chosen))
+        right = next((i for i, c in enumerate(reversed(chosen[left:])) if c), 0)
+        selection = chosen[left:len(chosen) - right]
+        source = pivot.cache.cacheSource
+        first, last = source.worksheetSource.ref.split(":")
+        (r1, c1), (r2, c2) = coordinate_to_tuple(first), coordinate_to_tuple(last)
+        info = {}
+        for prop, attr in (("name", "name"), ("show_total", "visualTotals"), ("show_empty_row", "showEmptyRow"),
+                           ("show_empty_col", "showEmptyCol"), ("show_headers", "showHeaders"),
+                           ("location", "location")):
+            if prop in props:
+                info[prop] = getattr(pivot, attr)
+        if "filter" in props or "selection" in props:
+            info["selection"] = selection if "ordered" in props else [set(c) for c in selection]
+        if "filter" in props:
+            info["filter_fields"] = {f.fld for f in pivot.pageFields}
+        if "col_fields" in props:
+            info["col_fields"] = [f.x - left for f in pivot.colFields]
+        if "row_fields" in props:
+            info["row_fields"] = [f.x - left for f in pivot.rowFields]
+        if "data_fields" in props:
+            named = "data_fields_name" in props
+            info["data_fields"] = [f"{f.fld - left:d};{f.name if named else ''};{f.subtotal};{f.showDataAs}"
+                                   for f in pivot.dataFields]
+        out[f"{source.type};{(r1, c1 + left)}:{(r2, c2 - right)};{source.worksheetSource.sheet}"] = info
+    return out
+
+
 _RULES = {"sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
-          "sheet_fuzzy": _sheet_fuzzy, "freeze": _freeze, "zoom": _zoom, "check_cell": _check_cell}
+          "sheet_fuzzy": _sheet_fuzzy, "freeze": _freeze, "zoom": _zoom, "check_cell": _check_cell,
+          "chart": _chart, "pivot_table": _pivot_table}
 
 
 def read_cell_value(book: str, sheet: str, coordinate: str):
