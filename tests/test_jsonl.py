@@ -78,6 +78,19 @@ def test_each_line_yields_its_own_records_whatever_the_others_hold(file):
     assert end == data.rfind(b"\n") + 1  # a torn last line is left for the next read
 
 
+
+@given(files(), st.integers(1, 64))
+def test_a_file_read_a_piece_at_a_time_gives_what_one_read_gives(file, piece):
+    data, expected = file
+    path = write(data)
+    whole = jsonl.scan(path)
+    old, jsonl.READ_PIECE = jsonl.READ_PIECE, piece  # pieces that cut lines, UTF-8 characters, anything
+    try:
+        assert jsonl.scan(path) == whole
+    finally:
+        jsonl.READ_PIECE = old
+    assert list(whole[0].items()) == expected
+
 @given(files(), st.lists(st.integers(0, 10 ** 6), max_size=6))
 def test_reading_a_growing_file_in_steps_gives_the_records_of_one_read(file, cuts):
     data, expected = file

@@ -27,6 +27,8 @@ _JSON_SPACE = " \t\r"
 # Starts tried when looking for a record after torn bytes: each try may scan the
 # rest of the line, so a hostile line full of "{" must not cost quadratic time.
 MAX_RECOVERY_TRIES = 64
+# How much of a file is read at a time.
+READ_PIECE = 8 << 20
 
 
 def append_line(path, obj) -> None:
@@ -76,27 +78,43 @@ def scan(path, offset: int = 0, line: int = 1):
 
     Returns `(records, problems, offset, line)`: records as `{line number:
     object}`, problems as `(line number, text)`, then where to continue.
+    The file is read a piece at a time: its bytes, its text and its lines are
+    never all held at once beside the records.
     """
     try:
-        with open_regular(path) as f:
-            f.seek(offset)
-            data = f.read()
+        f = open_regular(path)
     except FileNotFoundError:
         return {}, [], offset, line
     except Refused as e:  # a link, a FIFO, a folder: never followed, never waited on
         return {}, [(line, f"the file {e}; not read")], offset, line
-    end = data.rfind(b"\n") + 1
-    try:
-        text = data[:end].decode()
-        undecoded = False
-    except UnicodeDecodeError:
-        text = data[:end].decode(errors="surrogateescape")
-        undecoded = True
-    lines = text.split("\n")
-    lines.pop()  # what follows the last newline: "" or a torn last line, handled below
     # Keyed by line number rather than a list of (line, record) tuples: 100k live
     # tuples make the cycle collector walk them again and again.
     records, problems = {}, []
+    rest = b""
+    with f:
+        f.seek(offset)
+        while piece := f.read(READ_PIECE):
+            data = rest + piece if rest else piece
+            end = data.rfind(b"\n") + 1
+            line = _scan_lines(data[:end], line, records, problems)
+            offset += end
+            rest = data[end:]
+    if rest:
+        problems.append((line, f"skipped a torn last line ({len(rest)} bytes, no newline yet)"))
+    return records, problems, offset, line
+
+
+def _scan_lines(data: bytes, line: int, records: dict, problems: list) -> int:
+    """Parse whole lines (`data` ends after a newline, or is empty) into `records` and `problems`;
+    the number of the line after them."""
+    try:
+        text = data.decode()
+        undecoded = False
+    except UnicodeDecodeError:
+        text = data.decode(errors="surrogateescape")
+        undecoded = True
+    lines = text.split("\n")
+    lines.pop()  # "" after the last newline
     for n, raw in enumerate(lines, line):
         try:
             obj, stop = _scan(raw, 0)
@@ -110,10 +128,7 @@ def scan(path, offset: int = 0, line: int = 1):
             records[n] = obj
         if problem:
             problems.append((n, problem))
-    line += len(lines)
-    if end < len(data):
-        problems.append((line, f"skipped a torn last line ({len(data) - end} bytes, no newline yet)"))
-    return records, problems, offset + end, line
+    return line + len(lines)
 
 
 def _parse_line(raw: str) -> tuple[dict | None, str | None]:
