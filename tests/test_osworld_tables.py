@@ -314,3 +314,24 @@ def test_pivot_tables_are_compared_by_source_and_the_props_asked_for(tmp_path):
     assert compare_table(with_pivot(tmp_path / "avg.xlsx", subtotal="average"), gold,
                          rules=[{**rule, "pivot_props": ["row_fields"]}]) == 1.0
     assert compare_table(book(tmp_path / "none.xlsx", {"Sheet1": SALES}), gold, rules=[rule]) == 0.0
+
+
+def test_an_office_file_that_would_inflate_past_the_bound_is_never_opened(tmp_path, monkeypatch):
+    from docx import Document
+    from pptx import Presentation
+
+    from cua_cli.osworld.documents import compare_docx_files
+    from cua_cli.osworld.slides import compare_pptx_files
+
+    gold = book(tmp_path / "gold.xlsx", DATA)
+    Presentation().save(tmp_path / "gold.pptx")
+    Document().save(tmp_path / "gold.docx")
+    small = book(tmp_path / "small.xlsx", {"Sheet1": [["a"]]})
+    large = book(tmp_path / "large.xlsx", {"Sheet1": [["n", "text"]] + [[i, f"row {i}"] for i in range(5000)]})
+    monkeypatch.setattr("cua_cli.osworld.ooxml.MAX_INFLATED", 4000)  # less than any of these inflate to
+    assert compare_table(gold, gold, rules=[data_rule()]) == 0.0  # as the agent's file: scored 0
+    assert compare_pptx_files(str(tmp_path / "gold.pptx"), str(tmp_path / "gold.pptx")) == 0.0
+    assert compare_docx_files(str(tmp_path / "gold.docx"), str(tmp_path / "gold.docx")) == 0.0
+    monkeypatch.setattr("cua_cli.osworld.ooxml.MAX_INFLATED", 100_000)  # the small book's ~17 KB, not 5,000 rows
+    with pytest.raises(ValueError, match="inflates to more than 100000 bytes"):  # as the task's file: an error
+        compare_table(small, large, rules=[data_rule()])

@@ -13,6 +13,7 @@ unreadable scores 0; a gold document that cannot be read raises, as does a file 
 
 import re
 
+from .ooxml import checked
 from .values import similarity
 
 
@@ -24,10 +25,10 @@ def compare_docx_files(result, expected=None, **options) -> float:
     if not (str(result).endswith(".docx") and str(expected).endswith(".docx")):
         raise ValueError("compare_docx_files: both files must be .docx")
     try:
-        mine = [p.text for p in Document(result).paragraphs]
+        mine = [p.text for p in Document(checked(result)).paragraphs]
     except Exception:  # the agent left no readable document
         return 0.0
-    gold = [p.text for p in Document(expected).paragraphs]
+    gold = [p.text for p in Document(checked(expected)).paragraphs]
     fold = str.lower if options.get("ignore_case", False) else str
     if options.get("ignore_order", False):
         mine, gold = sorted(mine), sorted(gold)

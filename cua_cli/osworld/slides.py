@@ -16,6 +16,8 @@ passes; it is left out. A deck the agent left unreadable scores 0; an unreadable
 
 from xml.etree import ElementTree
 
+from .ooxml import checked
+
 _NS = {"a": "http://schemas.openxmlformats.org/drawingml/2006/main"}
 _DEFAULTS = {
     "examine_number_of_slides": True, "examine_shape": True, "examine_text": True, "examine_indent": True,
@@ -34,10 +36,10 @@ def compare_pptx_files(result, expected=None, **options) -> float:
     if not result:
         return 0.0
     try:
-        mine = Presentation(result)
+        mine = Presentation(checked(result))
     except Exception:  # the agent left no readable deck
         return 0.0
-    gold = Presentation(expected)
+    gold = Presentation(checked(expected))
     on = {k: options.get(k, v) for k, v in _DEFAULTS.items()}
     if on["examine_number_of_slides"] and len(mine.slides) != len(gold.slides):
         return 0.0

@@ -22,13 +22,14 @@ import zipfile
 from typing import Any, Optional
 from xml.etree import ElementTree
 
+from .ooxml import checked
 from .values import match_value, similarity
 
 RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell", "chart",
          "pivot_table")
 CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
                "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink")
-MAX_BOOK_BYTES = 256 << 20
+MAX_CSV_BYTES = 256 << 20
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _COORDINATE = re.compile(r"[A-Z]{1,3}[1-9][0-9]{0,6}")
 
@@ -64,7 +65,7 @@ class _Books:
         import openpyxl
 
         self.paths[book] = path
-        self.xl[book] = openpyxl.load_workbook(_checked(path))
+        self.xl[book] = openpyxl.load_workbook(checked(path))
         self.frames[book] = self.pd.ExcelFile(path)
         self.names[book] = self.frames[book].sheet_names
 
@@ -101,7 +102,9 @@ class _Books:
         book, name = self.sheet(index)
         csv_path = f"{os.path.splitext(self.paths[book])[0]}-{name}.csv"
         try:
-            with open(_checked(csv_path), encoding="utf-8", errors="surrogateescape") as f:
+            if os.path.getsize(csv_path) > MAX_CSV_BYTES:
+                raise ValueError(f"{csv_path} is larger than {MAX_CSV_BYTES} bytes")
+            with open(csv_path, encoding="utf-8", errors="surrogateescape") as f:
                 lines = [line.strip() for line in reversed(f.read().splitlines())]
         except OSError:
             return None
@@ -341,13 +344,13 @@ def read_cell_value(book: str, sheet: str, coordinate: str):
     if not _COORDINATE.fullmatch(coordinate):
         raise ValueError(f"cell {coordinate!r} is no cell reference")
     try:
-        with zipfile.ZipFile(_checked(book)) as z:
+        with zipfile.ZipFile(checked(book)) as z:
             strings = _shared_strings(z)
-            workbook = ElementTree.fromstring(_member(z, "xl/workbook.xml"))
+            workbook = ElementTree.fromstring(z.read("xl/workbook.xml"))
             ids = {s.get("name"): s.get("sheetId") for s in workbook.iter(f"{_MAIN}sheet")}
             if sheet not in ids:
                 return None
-            root = ElementTree.fromstring(_member(z, f"xl/worksheets/sheet{ids[sheet]}.xml"))
+            root = ElementTree.fromstring(z.read(f"xl/worksheets/sheet{ids[sheet]}.xml"))
     except (zipfile.BadZipFile, KeyError):
         return None
     cell = next((c for row in root.iter(f"{_MAIN}row") for c in row.findall(f"{_MAIN}c")
@@ -369,25 +372,10 @@ def read_cell_value(book: str, sheet: str, coordinate: str):
 
 def _shared_strings(z: zipfile.ZipFile) -> list[str]:
     try:
-        root = ElementTree.fromstring(_member(z, "xl/sharedStrings.xml"))
+        root = ElementTree.fromstring(z.read("xl/sharedStrings.xml"))
     except KeyError:
         return []
     return ["".join(t.text or "" for t in si.iter(f"{_MAIN}t")) for si in root.findall(f"{_MAIN}si")]
-
-
-def _member(z: zipfile.ZipFile, name: str) -> bytes:
-    """A part of the book, bounded: a zip bomb is refused, not inflated."""
-    with z.open(name) as f:
-        data = f.read(MAX_BOOK_BYTES + 1)
-    if len(data) > MAX_BOOK_BYTES:
-        raise ValueError(f"{name} inflates to more than {MAX_BOOK_BYTES} bytes")
-    return data
-
-
-def _checked(path: str) -> str:
-    if os.path.getsize(path) > MAX_BOOK_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_BOOK_BYTES} bytes")
-    return path
 
 
 def _nth(names: list, i: int) -> str:
