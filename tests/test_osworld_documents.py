@@ -5,7 +5,6 @@ import pytest
 from docx import Document
 
 from cua_cli.osworld.documents import compare_docx_files
-from cua_cli.osworld.support import unsupported
 
 TEXT = ["Dear team,", "", "The  meeting moves to Friday.", "Regards"]
 
@@ -53,11 +52,3 @@ def test_a_document_the_agent_broke_scores_0_and_a_broken_task_raises(tmp_path):
         compare_docx_files(gold, str(junk))
     with pytest.raises(ValueError, match="must be .docx"):
         compare_docx_files(gold, str(tmp_path / "gold.odt"))
-
-
-def test_a_document_task_is_supported_with_the_office_extra(monkeypatch):
-    ev = {"config": [], "evaluator": {"func": "compare_docx_files", "options": {"ignore_blanks": False},
-                                      "result": {"type": "vm_file", "path": "/d.docx", "dest": "d.docx"}}}
-    assert unsupported(ev) == []
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert unsupported(ev) == ["metric 'compare_docx_files' (needs python-docx: pip install 'cua[office]')"]

@@ -2,10 +2,9 @@
 what it compares, what each option turns off or on, and decks the agent broke."""
 
 import io
-import struct
-import zlib
 
 import pytest
+from helpers.osworld_standin import tiny_png
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pptx import Presentation
@@ -13,17 +12,8 @@ from pptx.dml.color import RGBColor
 from pptx.util import Emu, Pt
 
 from cua_cli.osworld.slides import compare_pptx_files
-from cua_cli.osworld.support import unsupported
 
 SLIDES = [("Quarterly review", ["Revenue grew", "Costs fell"]), ("Next steps", ["Hire", "Ship"])]
-
-
-def png(width: int = 8, height: int = 8) -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def deck(path, slides=SLIDES, change=None, notes=None, picture_at=None) -> str:
@@ -39,7 +29,7 @@ def deck(path, slides=SLIDES, change=None, notes=None, picture_at=None) -> str:
         if notes:
             slide.notes_slide.notes_text_frame.text = notes
         if picture_at:
-            slide.shapes.add_picture(io.BytesIO(png()), *picture_at)
+            slide.shapes.add_picture(io.BytesIO(tiny_png(8, 8)), *picture_at)
     if change:
         change(prs)
     prs.save(path)
@@ -130,14 +120,6 @@ def test_a_deck_the_agent_broke_scores_0_and_a_broken_gold_deck_raises(tmp_path)
     assert compare_pptx_files(str(tmp_path / "absent.pptx"), gold) == 0.0
     with pytest.raises(Exception):  # the task's own file: the evaluator makes it an EvalError
         compare_pptx_files(gold, str(junk))
-
-
-def test_a_slide_task_is_supported_with_the_office_extra_and_named_without_it(monkeypatch):
-    ev = {"config": [], "evaluator": {"func": "compare_pptx_files", "options": {"examine_shape": False},
-                                      "result": {"type": "vm_file", "path": "/d.pptx", "dest": "d.pptx"}}}
-    assert unsupported(ev) == []
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert unsupported(ev) == ["metric 'compare_pptx_files' (needs python-pptx: pip install 'cua[office]')"]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -187,11 +187,18 @@ def test_the_support_check_names_what_cua_lacks():
     assert unsupported(task("compare_csv", {})) == []
 
 
-def test_without_pandas_a_table_task_is_unsupported_with_the_way_to_get_it(monkeypatch):
-    monkeypatch.setattr("cua_cli.osworld.support.missing_libraries", lambda metric: ["pandas"])
-    ev = {"func": "compare_table", "options": {"rules": [data_rule()]}}
-    assert unsupported({"config": [], "evaluator": ev}) == [
-        "metric 'compare_table' (needs pandas: pip install 'cua[office]')"]
+@pytest.mark.parametrize("metric, options, libraries", [
+    ("compare_table", {"rules": [data_rule()]}, "pandas and openpyxl"),
+    ("compare_pptx_files", {"examine_shape": False}, "python-pptx"),
+    ("compare_docx_files", {"ignore_blanks": False}, "python-docx"),
+])
+def test_an_office_task_is_supported_with_the_office_extra_and_named_without_it(monkeypatch, metric, options,
+                                                                                 libraries):
+    task = {"config": [], "evaluator": {"func": metric, "options": options,
+                                        "result": {"type": "vm_file", "path": "/f", "dest": "f"}}}
+    assert unsupported(task) == []
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    assert unsupported(task) == [f"metric {metric!r} (needs {libraries}: pip install 'cua[office]')"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
