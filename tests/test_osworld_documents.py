@@ -4,7 +4,12 @@ python-docx: each of its comparisons, and documents the agent broke."""
 import pytest
 from docx import Document
 
-from cua_cli.osworld.documents import compare_docx_files
+from cua_cli.osworld.documents import (
+    compare_docx_files,
+    compare_docx_files_and_ignore_new_lines,
+    compare_docx_tables,
+    compare_line_spacing,
+)
 
 TEXT = ["Dear team,", "", "The  meeting moves to Friday.", "Regards"]
 
@@ -52,3 +57,36 @@ def test_a_document_the_agent_broke_scores_0_and_a_broken_task_raises(tmp_path):
         compare_docx_files(gold, str(junk))
     with pytest.raises(ValueError, match="must be .docx"):
         compare_docx_files(gold, str(tmp_path / "gold.odt"))
+
+
+def test_empty_paragraphs_line_spacing_and_tables(tmp_path):
+    gold = doc(tmp_path / "gold.docx")
+    no_blank = doc(tmp_path / "nb.docx", [t for t in TEXT if t])
+    assert compare_docx_files(no_blank, gold, ignore_blanks=False) == 0.0
+    assert compare_docx_files_and_ignore_new_lines(no_blank, gold, ignore_blanks=False) == 1.0
+
+    def spaced(path, spacing):
+        d = Document()
+        for text in TEXT:
+            d.add_paragraph(text).paragraph_format.line_spacing = spacing
+        d.save(path)
+        return str(path)
+    assert compare_line_spacing(spaced(tmp_path / "a.docx", 2.0), spaced(tmp_path / "b.docx", 2.0)) == 1.0
+    assert compare_line_spacing(spaced(tmp_path / "a.docx", 1.5), spaced(tmp_path / "b.docx", 2.0)) == 0.0
+    assert compare_line_spacing(no_blank, gold) == 0.0  # the text differs first
+
+    def tabled(path, cells):
+        d = Document()
+        table = d.add_table(rows=len(cells), cols=len(cells[0]))
+        for i, row in enumerate(cells):
+            for j, text in enumerate(row):
+                table.cell(i, j).text = text
+        d.save(path)
+        return str(path)
+    grid = [["name", "qty"], ["pens", "3"]]
+    assert compare_docx_tables(tabled(tmp_path / "t1.docx", grid), tabled(tmp_path / "t2.docx", grid)) == 1.0
+    assert compare_docx_tables(tabled(tmp_path / "t1.docx", [["name", "qty"], ["pens", " 3 "]]),
+                               tabled(tmp_path / "t2.docx", grid)) == 1.0  # cells compared stripped
+    assert compare_docx_tables(tabled(tmp_path / "t1.docx", [["name", "qty"], ["ink", "3"]]),
+                               tabled(tmp_path / "t2.docx", grid)) == 0.0
+    assert compare_docx_tables(gold, tabled(tmp_path / "t2.docx", grid)) == 0.0  # no table at all

@@ -9,8 +9,10 @@ from .setup import STEPS
 from .tables import unsupported_rules
 
 # The metrics that need the `office` extra: the modules each imports, by their pip names.
+_DOCX = {"docx": "python-docx"}
 OFFICE = {"compare_table": {"pandas": "pandas", "openpyxl": "openpyxl"}, "compare_pptx_files": {"pptx": "python-pptx"},
-          "compare_docx_files": {"docx": "python-docx"}}
+          "compare_docx_files": _DOCX, "compare_docx_files_and_ignore_new_lines": _DOCX,
+          "compare_line_spacing": _DOCX, "compare_docx_tables": _DOCX}
 
 
 def steps_and_evaluator(task: dict) -> tuple[list, dict]:
