@@ -25,9 +25,9 @@ for pkg in "${DESKTOP_PKGS[@]}"; do
     fi
 done
 # The apps of OSWorld's tasks that the desktops have, without what Debian merely recommends (for
-# LibreOffice: Java, help, every language): OSWorld's spreadsheet, slide and document tasks run on LibreOffice.
+# LibreOffice: Java, help, every language): LibreOffice's spreadsheets, slides and documents, GIMP, VLC.
 APP_PKGS=()
-for pkg in libreoffice-calc libreoffice-impress libreoffice-writer; do
+for pkg in libreoffice-calc libreoffice-impress libreoffice-writer gimp vlc; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
         APP_PKGS+=("$pkg")
     fi

@@ -143,3 +143,16 @@ def eventually_one_of(score_now, timeout=60):
     while (s := score_now()) != 1 and time.monotonic() < deadline:
         time.sleep(0.2)
     return s
+
+
+def test_the_apps_start_as_on_osworlds_image_with_no_first_run_dialog(desktop):
+    api = DesktopAPI(ApiSettings(f"http://127.0.0.1:{desktop.port}", timeout_s=30, retries=1))
+    for command, title in (["gimp"], "GNU Image Manipulation Program"), (["vlc"], "VLC media player"):
+        api.launch(command, budget())
+        deadline = time.monotonic() + 120
+        while title not in (windows := api.execute(["wmctrl", "-l"], budget())["output"]):
+            assert time.monotonic() < deadline, f"{command[0]} never showed its window"
+            time.sleep(0.2)
+    # VLC asks about network access before its player shows, unless told (as OSWorld's image tells it) not to.
+    assert "Privacy and Network Access Policy" not in windows
+    assert b"qt-privacy-ask=0" in api.file("~/.config/vlc/vlcrc", budget())

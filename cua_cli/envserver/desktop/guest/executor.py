@@ -358,15 +358,20 @@ LIBREOFFICE_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+# VLC's, likewise: no first-run question about network access in front of the player.
+VLC_SETTINGS = "[qt]\nqt-privacy-ask=0\n"
+
+
 def seed_home() -> None:
     """The user's home as a fresh desktop of OSWorld's image starts it."""
     os.makedirs(os.path.join(HOME, "Desktop"), exist_ok=True)
-    profile = os.path.join(HOME, ".config", "libreoffice", "4", "user")
-    os.makedirs(profile, exist_ok=True)
-    settings = os.path.join(profile, "registrymodifications.xcu")
-    if not os.path.exists(settings):
-        with open(settings, "w") as f:
-            f.write(LIBREOFFICE_PROFILE)
+    for folder, name, text in ((".config/libreoffice/4/user", "registrymodifications.xcu", LIBREOFFICE_PROFILE),
+                               (".config/vlc", "vlcrc", VLC_SETTINGS)):
+        os.makedirs(os.path.join(HOME, folder), exist_ok=True)
+        path = os.path.join(HOME, folder, name)
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(text)
 
 
 def main() -> None:
