@@ -32,7 +32,7 @@ def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
         else:
             playable.append(t)
     if refused:
-        warn(f"{len(refused)} of {len(tasks)} tasks use what cua cannot run yet; not played, listed in "
+        warn(f"{len(refused)} of {len(tasks)} tasks use what cua or these desktops lack; not played, listed in "
              "unsupported.jsonl")
     if not playable:
         raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
