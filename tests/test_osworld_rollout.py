@@ -278,7 +278,7 @@ runner: {{num_envs: 2, max_steps: 8, step_timeout_s: 10, episode_timeout_s: 120,
     assert unsupported == [{"task_id": "err-unsupported-getter", "domain": "os",
                             "missing": ["getter 'active_tab_info'"]}]
     assert "err-unsupported-getter" not in (run / "scheduled.jsonl").read_text()
-    assert "1 of 4 tasks use what cua cannot run yet" in (tmp_path / "stderr").read_text()
+    assert "1 of 4 tasks use what cua or these desktops lack" in (tmp_path / "stderr").read_text()
     stats = run_cua("stats", str(run), "--format", "json")
     assert stats.returncode == 0, stats.stderr
     (figures,) = json.loads(stats.stdout)["runs"]
