@@ -138,6 +138,7 @@ def config_group():
     \b
     Examples:
       cua config show configs/demo.yaml --set runner.num_envs=8
+      cua config tasks configs/osworld-oracle.yaml
       cua config schema > cua-config.schema.json
     """
 
@@ -160,6 +161,29 @@ def config_show(config, overrides):
     from .config import resolved_yaml
 
     click.echo(resolved_yaml(load_config(config, overrides)), nl=False)
+
+
+@config_group.command("tasks")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a config key, as `cua rollout --set` does (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def config_tasks(config, overrides, fmt):
+    """Count the tasks CONFIG would play, by domain, and say why the others would not be.
+
+    A rollout refuses at its start the OSWorld tasks that use a setup step,
+    getter or metric cua lacks, or an app its desktops lack (cua's own
+    desktops have the apps installed on this host); this finds them without
+    starting anything. JSON lists every refused task with what it lacks.
+
+    \b
+    Examples:
+      cua config tasks configs/osworld-oracle.yaml
+      cua config tasks exp.yaml --set env.url=http://10.0.0.5:50003 --format json
+    """
+    from .rollout.task_plan import render_plan, task_plan
+
+    click.echo(render_plan(task_plan(load_config(config, overrides)), fmt))
 
 
 @config_group.command("schema")

@@ -3,6 +3,7 @@ every example config is valid, and `cua config show` prints what cua reads."""
 
 import json
 import re
+import shutil
 
 import pytest
 import yaml
@@ -128,3 +129,34 @@ def test_a_config_error_is_one_line_in_cua_words(write):
             load_config(str(path))
         assert str(e.value).startswith(f"{path}: ") and expected in str(e.value), (text, str(e.value))
         assert "\n" not in str(e.value) and "pydantic" not in str(e.value)
+
+
+def test_config_tasks_counts_what_a_rollout_would_play_and_says_why_not_the_others(tmp_path):
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "tests" / "data" / "osworld" / "evaluation_examples" / "examples" / "os", examples / "os")
+    shutil.copytree(ROOT / "tests" / "data" / "osworld" / "calc", examples / "libreoffice_calc")
+    chrome = json.loads((examples / "os" / "cua-os-idle-delay.json").read_text())
+    chrome.update(id="cua-tabs", related_apps=["chrome"],
+                  config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.com"]}}])
+    (examples / "chrome").mkdir()
+    (examples / "chrome" / "cua-tabs.json").write_text(json.dumps(chrome))
+    config = tmp_path / "c.yaml"
+    config.write_text(f"tasks: {{kind: osworld, osworld: {{task_list: {examples}}}}}\n"
+                      "env: {kind: osworld, url: local}\nagent: {kind: osworld}\n")
+
+    r = run_cua("config", "tasks", str(config), "--set", "env.osworld.apps=[]", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert (plan["tasks"], plan["playable"]) == (7, 5)
+    assert {d["domain"]: (d["tasks"], d["playable"]) for d in plan["domains"]} == {
+        "chrome": (1, 0), "libreoffice_calc": (1, 0), "os": (5, 5)}
+    assert {r["task_id"]: r["missing"] for r in plan["refused"]} == {
+        "cua-tabs": ["step 'chrome_open_tabs'", "app 'chrome' (not on these desktops)"],
+        "cua-calc-row-totals": ["app 'libreoffice_calc' (not on these desktops)"]}
+    # Desktops with every app (OSWorld's VMs): only what cua itself lacks is left.
+    table = run_cua("config", "tasks", str(config), "--set", "env.url=http://10.0.0.5:50003")
+    assert table.returncode == 0, table.stderr
+    assert re.search(r"total\s+7\s+6\s+1", table.stdout) and "step 'chrome_open_tabs'" in table.stdout
+    assert "not on these desktops" not in table.stdout
+    bad = run_cua("config", "tasks", str(config), "--set", "env.osworld.apps=[notepad]")
+    assert bad.returncode == 2 and "env.osworld.apps" in bad.stderr and "Traceback" not in bad.stderr

@@ -20,24 +20,31 @@ LOCAL_TOKEN_ENV = "CUA_LOCAL_DESKTOP_TOKEN"
 def split_unsupported(cfg: Config, tasks: list) -> tuple[list, list[dict]]:
     """OSWorld tasks that use a setup step, getter or metric cua lacks, or an app the desktops lack,
     are not played (and never scored 0): they are listed in the run folder and counted apart."""
-    if cfg.env.kind != "osworld":
+    refused = refusals(cfg, tasks)
+    if not refused:
         return tasks, []
+    out = {r["task_id"] for r in refused}
+    playable = [t for t in tasks if t.task_id not in out]
+    warn(f"{len(refused)} of {len(tasks)} tasks use what cua or these desktops lack; not played, listed in "
+         "unsupported.jsonl")
+    if not playable:
+        raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
+                          f"{', '.join(refused[0]['missing'])})")
+    return playable, refused
+
+
+def refusals(cfg: Config, tasks: list) -> list[dict]:
+    """`{"task_id", "domain", "missing"}` of each task the run could not play, in task order."""
+    if cfg.env.kind != "osworld":
+        return []
     apps = set(desktop_apps(cfg))
-    playable, refused = [], []
+    refused = []
     for t in tasks:
         missing = unsupported(t.to_dict())
         missing += [f"app {a!r} (not on these desktops)" for a in needed(t.config) if a not in apps]
         if missing:
             refused.append({"task_id": t.task_id, "domain": t.domain, "missing": missing})
-        else:
-            playable.append(t)
-    if refused:
-        warn(f"{len(refused)} of {len(tasks)} tasks use what cua or these desktops lack; not played, listed in "
-             "unsupported.jsonl")
-    if not playable:
-        raise ConfigError(f"{cfg.source}: tasks: cua can play none of these tasks (see the first: "
-                          f"{', '.join(refused[0]['missing'])})")
-    return playable, refused
+    return refused
 
 
 def desktop_apps(cfg: Config) -> list[str]:
