@@ -140,6 +140,8 @@ def test_a_task_whose_app_the_desktops_lack_is_not_played_there(tmp_path, monkey
     tasks = [task("calc", ["libreoffice calc", "os"]), task("term", ["os", "terminal"]),
              task("code", ["VSCode", "Chrome", "chrome"])]
     assert [needed(t.config) for t in tasks] == [["libreoffice_calc"], [], ["vs_code", "chrome"]]
+    assert [needed(x) for x in ({"related_apps": "gimp"}, {"related_apps": {"a": 1}}, {"related_apps": [None, 3]},
+                                None, [])] == [["gimp"], [], [], [], []]  # hostile task files: never an error
 
     def split(yaml_text):
         (tmp_path / "c.yaml").write_text(yaml_text)

@@ -34,7 +34,9 @@ def needed(example: dict) -> list[str]:
     """The apps of DESKTOP_APPS an OSWorld example names in related_apps, in its order; names
     that are no app (os, terminal, pdf, ...) need nothing beyond the base desktop."""
     names = example.get("related_apps") if isinstance(example, dict) else None
-    found = [_SPELLINGS.get(n.strip().lower()) for n in names or [] if isinstance(n, str)]
+    if isinstance(names, str):
+        names = [names]
+    found = [_SPELLINGS.get(n.strip().lower()) for n in names if isinstance(n, str)] if isinstance(names, list) else []
     return list(dict.fromkeys(a for a in found if a))
 
 
