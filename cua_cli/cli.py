@@ -478,8 +478,6 @@ def _read_runs(paths, tasks_file):
         runs.append(read_run(p, tasks_file))
     if not runs:
         raise InputError("no run folders to read")
-    for p, data in zip(expanded, runs):
-        data.path = Path(p)
     return runs
 
 

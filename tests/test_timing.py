@@ -197,3 +197,17 @@ def test_timing_reads_cua_runs_only_and_compare_refuses_out(tmp_path):
     assert r.returncode == 0 and "waiting for the model" in r.stdout and "model" in r.stdout
     r = run_cua("stats", str(run), "--timing", "--format", "csv")
     assert r.returncode == 0 and r.stdout.startswith("figure,run")
+
+
+def test_a_file_among_the_runs_is_skipped_and_every_run_keeps_its_own_figures(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _run(tmp_path / "a", [_line("a-1", "x", T0, 10.0, model_s=8.0)])
+    second = _run(tmp_path / "b", [_line("b-1", "x", T0, 10.0, allocate_s=8.0)])
+    stray = tmp_path / "notes.txt"
+    stray.write_text("not a run")
+    r = run_cua("stats", str(first), str(stray), str(second), "--timing", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert "notes.txt: not a folder, skipped" in r.stderr
+    runs = json.loads(r.stdout)["runs"]
+    assert [(run["env"]["model"], run["largest_wait"]) for run in runs] == [(0.8, "model"), (0.0, "allocate")]

@@ -65,6 +65,7 @@ def read_run(path, tasks_file=None) -> RunData:
 
 def _named(data: RunData, p: Path) -> RunData:
     data.name = p.resolve().name  # `cua stats .` names the folder, not ""
+    data.path = p
     return data
 
 
