@@ -294,3 +294,44 @@ runner: {{num_envs: 2, max_steps: 8, step_timeout_s: 10, episode_timeout_s: 120,
     assert len(states) == 6 and set(states.values()) == {"released"}, states  # two attempts of three pairs
     assert "no env is held" in run_cua("envs", "list", str(run)).stdout
     wait_for(lambda: _xvfbs() <= before, timeout=60, what="every desktop of the run is gone")
+
+
+def test_a_spreadsheet_task_in_libreoffice_calc_is_played_and_scored_by_a_rollout(tmp_path):
+    import openpyxl
+
+    from cua_cli.osworld.local_files import cache_key
+
+    task = json.loads((DATA / "calc/cua-calc-row-totals.json").read_text())
+    sales = [["item", "q1", "q2"], ["pens", 3, 4], ["ink", 10, 5]]
+    files = tmp_path / "files"  # the task's download and its gold book, where an offline run finds them
+    files.mkdir()
+    for name, url, rows in (("sales.xlsx", task["config"][0]["parameters"]["files"][0]["url"], sales),
+                            ("sales_gold.xlsx", task["evaluator"]["expected"]["path"],
+                             [sales[0] + ["Total"], sales[1] + [7], sales[2] + [15]])):
+        wb = openpyxl.Workbook()
+        wb.active.title = "Sheet1"
+        for row in rows:
+            wb.active.append(row)
+        wb.save(files / cache_key(url, name))
+    # The oracle waits for Calc to show the book (its start takes seconds), types the totals, says DONE.
+    wait = ("```python\nimport subprocess\nfor _ in range(600):\n"
+            "    if b'sales.xlsx - LibreOffice Calc' in subprocess.run(['wmctrl', '-l'], capture_output=True).stdout:\n"
+            "        break\n    time.sleep(0.2)\n```")
+    act = ("```python\npyautogui.hotkey('ctrl', 'home'); pyautogui.press('right', presses=3, interval=0.3); "
+           "pyautogui.write('Total'); pyautogui.press('enter'); pyautogui.write('=B2+C2'); pyautogui.press('enter'); "
+           "pyautogui.write('=B3+C3'); pyautogui.press('enter')\n```")
+    script = tmp_path / "oracle.json"
+    script.write_text(json.dumps({"cua-calc-row-totals": [wait, act, "```DONE```"]}))
+    cfg = tmp_path / "calc.yaml"
+    cfg.write_text(f"""
+run: {{name: calc, results_dir: {tmp_path}/results}}
+tasks: {{kind: osworld, osworld: {{task_list: {DATA}/calc/cua-calc-row-totals.json}}}}
+env: {{kind: osworld, url: local, local: {{max_envs: 1}}, osworld: {{pause_s: 0.3, files_dir: {files}}}}}
+model: {{provider: script, script: {script}}}
+agent: {{kind: osworld}}
+runner: {{num_envs: 1, max_steps: 4, step_timeout_s: 150, episode_timeout_s: 400}}
+""")
+    result = run_cua("rollout", str(cfg), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [final] = _finals(next((tmp_path / "results").glob("calc-*"))).values()
+    assert (final["outcome"], final["score"], final["stop_reason"]) == ("success", 1.0, "finished"), final
