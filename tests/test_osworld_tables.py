@@ -20,6 +20,7 @@ from cua_cli.errors import EvalError
 from cua_cli.osworld.desktop_api import ApiSettings, DesktopAPI
 from cua_cli.osworld.evaluator import evaluate
 from cua_cli.osworld.local_files import Downloads, episode_folder
+from cua_cli.osworld.metrics import METRICS
 from cua_cli.osworld.setup import SetupContext
 from cua_cli.osworld.support import unsupported
 from cua_cli.osworld.tables import compare_table, read_cell_value
@@ -95,22 +96,47 @@ def test_sheet_data_compares_the_values_pandas_reads_rounded_to_the_precision(tm
     assert compare_table(same, gold, rules=[{"type": "sheet_name"}, data_rule()]) == 1.0
 
 
-def test_a_result_the_agent_left_unreadable_scores_0_and_a_broken_task_raises(tmp_path):
+def _gold_book(path):
+    return book(path, DATA)
+
+
+def _gold_deck(path):
+    from pptx import Presentation
+    Presentation().save(path)
+    return str(path)
+
+
+def _gold_document(path):
+    from docx import Document
+    Document().save(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("metric, gold, suffix, options", [
+    ("compare_table", _gold_book, ".xlsx", {"rules": [data_rule()]}),
+    ("compare_pptx_files", _gold_deck, ".pptx", {}),
+    ("compare_docx_files", _gold_document, ".docx", {}),
+])
+def test_a_file_the_agent_broke_scores_0_and_a_broken_gold_file_raises(tmp_path, metric, gold, suffix, options):
+    metric = METRICS[metric]
+    good = gold(tmp_path / f"gold{suffix}")
+    junk = tmp_path / f"junk{suffix}"
+    junk.write_bytes(b"PK\x03\x04 not an office file")
+    assert metric(None, good, **options) == 0.0  # the agent saved nothing
+    assert metric(str(junk), good, **options) == 0.0
+    assert metric(str(tmp_path / f"absent{suffix}"), good, **options) == 0.0
+    with pytest.raises(zipfile.BadZipFile):  # the task's own file: the evaluator makes it an EvalError
+        metric(good, str(junk), **options)
+
+
+def test_broken_rules_are_the_tasks_errors(tmp_path):
     gold = book(tmp_path / "gold.xlsx", DATA)
-    junk = tmp_path / "junk.xlsx"
-    junk.write_bytes(b"not a zip")
-    assert compare_table(None, gold, rules=[data_rule()]) == 0.0
-    assert compare_table(str(junk), gold, rules=[data_rule()]) == 0.0
-    assert compare_table(str(tmp_path / "absent.xlsx"), gold, rules=[data_rule()]) == 0.0
-    with pytest.raises(Exception):  # the gold book is the task's: the evaluator makes this an EvalError
-        compare_table(gold, str(junk), rules=[data_rule()])
     with pytest.raises(ValueError, match="sheet 'ENNope' cannot be read"):
         compare_table(gold, gold, rules=[data_rule(sheet_idx1="ENNope")])
     with pytest.raises(ValueError, match="none of RI<n>"):
         compare_table(gold, gold, rules=[data_rule(sheet_idx0="X1")])
     with pytest.raises(ValueError, match="rule type 'sparkline' is not implemented"):
         compare_table(gold, gold, rules=[{"type": "sparkline"}])
-
 
 def test_sheet_print_compares_the_printed_csv_beside_each_book(tmp_path):
     result = book(tmp_path / "out.xlsx", DATA)
