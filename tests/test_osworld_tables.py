@@ -368,3 +368,23 @@ def test_an_office_file_that_would_inflate_past_the_bound_is_never_opened(tmp_pa
     monkeypatch.setattr("cua_cli.osworld.ooxml.MAX_INFLATED", 100_000)  # the small book's ~17 KB, not 5,000 rows
     with pytest.raises(ValueError, match="inflates to more than 100000 bytes"):  # as the task's file: an error
         compare_table(small, large, rules=[data_rule()])
+
+
+def test_a_host_without_the_office_extra_ends_scoring_as_its_own_error_never_the_tasks(tmp_path, monkeypatch):
+    """A Ray node set up without the office extra: an eval_error (retried, maybe elsewhere), not a
+    bad task and not a score; a FAIL still scores 0 without the metric."""
+    from cua_cli.errors import BadTask
+
+    vm = StandIn(tmp_path / "vm")
+    try:
+        ctx = SetupContext(DesktopAPI(ApiSettings(vm.url, timeout_s=5, retries=1)), Downloads(tmp_path / "dl"),
+                           episode_folder(tmp_path / "work", "t", "0_0"))
+        ev = {"func": "compare_table", "options": {"rules": [data_rule()]},
+              "result": {"type": "vm_file", "path": "/home/user/out.xlsx", "dest": "out.xlsx"}}
+        monkeypatch.setattr("cua_cli.osworld.evaluator.missing_libraries", lambda metric: ["pandas"])
+        with pytest.raises(EvalError, match=r"this host lacks pandas to score the task: pip install 'cua\[office\]'") as e:
+            evaluate(ev, "DONE", ctx, Budget(step_timeout=5, deadline=time.monotonic() + 30))
+        assert not isinstance(e.value, BadTask)
+        assert evaluate(ev, "FAIL", ctx, Budget(step_timeout=5, deadline=time.monotonic() + 30)) == 0.0
+    finally:
+        vm.close()

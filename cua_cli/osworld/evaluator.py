@@ -23,26 +23,29 @@ from ..errors import BadTask, CuaError, EnvError, EvalError
 from .getters import GETTERS, EvalContext
 from .metrics import METRICS
 from .setup import SetupContext, run_steps
-from .support import unsupported
+from .support import missing_libraries, unsupported
 
 
 def evaluate(evaluator: dict, last_action: Optional[str], setup: SetupContext, budget: Budget,
              file_tries: int = 3, file_retry_s: float = 5.0) -> float:
     """The episode's score in [0, 1]. `last_action` is the agent's last action as OSWorld records it
     ("DONE", "FAIL", "WAIT" or pyautogui code; None when it took none)."""
-    missing = unsupported({"config": [], "evaluator": evaluator})
+    missing = unsupported({"config": [], "evaluator": evaluator}, libraries=False)
     if missing:
         raise BadTask(f"cua cannot score this task: it uses {', '.join(missing)}")
+    func = evaluator["func"]
     try:
         run_steps(evaluator.get("postconfig") or [], setup, budget, where="evaluator.postconfig")
     except EnvError as e:
         raise EvalError(str(e)) from e
 
-    func = evaluator["func"]
     if func == "infeasible":
         return float(last_action == "FAIL")
     if last_action == "FAIL":
         return 0.0
+    lacking = sorted({pip for name in (func if isinstance(func, list) else [func]) for pip in missing_libraries(name)})
+    if lacking:  # this host's fault (a Ray node set up without them), not the task's: retried elsewhere
+        raise EvalError(f"this host lacks {' and '.join(lacking)} to score the task: pip install 'cua[office]'")
 
     ctx = EvalContext(setup.desktop, setup.downloads, setup.folder, budget, file_tries, file_retry_s)
     if isinstance(func, str):
