@@ -388,3 +388,22 @@ def test_a_host_without_the_office_extra_ends_scoring_as_its_own_error_never_the
         assert evaluate(ev, "FAIL", ctx, Budget(step_timeout=5, deadline=time.monotonic() + 30)) == 0.0
     finally:
         vm.close()
+
+
+def test_a_gold_file_named_as_the_result_never_replaces_it(tmp_path):
+    """OSWorld keeps both in one cache folder, so one name makes it score the gold file against itself."""
+    web = Web({"/gold.csv": (200, {}, b"a,b\n1,2\n")})
+    vm = StandIn(tmp_path / "vm")
+    try:
+        ctx = SetupContext(DesktopAPI(ApiSettings(vm.url, timeout_s=5, retries=1)), Downloads(tmp_path / "dl"),
+                           episode_folder(tmp_path / "work", "t", "0_0"))
+        vm.desktop.path("~/out.csv").write_text("a,b\n1,3\n")
+        ev = {"func": "compare_csv", "result": {"type": "vm_file", "path": "/home/user/out.csv", "dest": "out.csv"},
+              "expected": {"type": "cloud_file", "path": f"{web.url}/gold.csv", "dest": "out.csv"}}
+        budget = Budget(step_timeout=5, deadline=time.monotonic() + 30)
+        assert evaluate(ev, "DONE", ctx, budget) == 0.0
+        vm.desktop.path("~/out.csv").write_text("a,b\n1,2\n")
+        assert evaluate(ev, "DONE", ctx, budget) == 1.0
+    finally:
+        vm.close()
+        web.close()

@@ -131,12 +131,17 @@ def _pull(ctx: EvalContext, path: str) -> Optional[bytes]:
 
 def get_cloud_file(ctx: EvalContext, config: dict):
     """Fetch files from URLs (the gold files of most tasks) through the download cache, each then
-    named `dest` in the episode folder, as OSWorld names them: a metric may look for a file beside
-    the one it is given (compare_table's `sheet_print` reads `<book>-<sheet>.csv`)."""
+    named `dest`, as OSWorld names them: a metric may look for a file beside the one it is given
+    (compare_table's `sheet_print` reads `<book>-<sheet>.csv`). They go to the episode folder's
+    `expected/`, apart from the desktop's files: where a task gives a result and its gold file one
+    name, OSWorld's one cache folder has the gold file replace the agent's, and scores it against
+    itself."""
     paths, dests, gives = _many(config, "cloud_file")
+    folder = ctx.folder / "expected"
+    folder.mkdir(exist_ok=True)
     out = []
     for i, (url, dest) in enumerate(zip(paths, dests)):
-        local = ctx.folder / safe_name(dest)
+        local = folder / safe_name(dest)
         _place(ctx.downloads.fetch(url, dest, ctx.budget), local)
         if i in gives:
             out.append(str(local))
