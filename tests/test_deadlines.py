@@ -61,6 +61,7 @@ def test_no_model_request_outlives_the_episode_deadline(tmp_path):
     assert clock.took < ENDED_WITHIN
 
 
+@pytest.mark.slow  # waits out a dripping server's deadline
 def test_an_env_cluster_that_never_finishes_its_answer_is_an_env_error_and_an_action_is_not_repeated():
     with DripServer("continue") as server:
         env = ClusterEnv(EnvSettings(server.url, retries=1, timeout_s=0.5))

@@ -4,6 +4,7 @@ and a replay of the cut answers ends as the whole ones did."""
 
 import json
 
+import pytest
 from helpers.cli import run_cua
 from helpers.servers import ClusterStandIn, ModelStandIn
 
@@ -18,6 +19,7 @@ def _steps(run):
     return rec, read_lines(run / rec["traj"] / "traj.jsonl")
 
 
+@pytest.mark.slow  # answers of tens of megabytes through a whole rollout
 def test_a_huge_answer_is_stored_once_per_try_cut_and_marked(tmp_path):
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"task_id": "a", "instruction": "Click."}) + "\n")
     with ModelStandIn(ANSWER) as model, ClusterStandIn() as env:

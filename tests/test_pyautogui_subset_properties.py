@@ -3,6 +3,7 @@ commands within every limit of pyautogui_vocab, or raises DisallowedCode, nothin
 
 import math
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -155,6 +156,7 @@ def programs(odds, min_size, max_size):
 near_valid_programs = st.one_of(programs(8, 1, 10), programs(300, 30, 70))
 
 
+@pytest.mark.slow  # a long property run
 @given(near_valid_programs)
 @example("pyautogui.click(80, 100)\npyautogui.scroll(1e999)")
 @example("pyautogui.click(1, 2, clicks=1e999)")

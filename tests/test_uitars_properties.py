@@ -9,6 +9,7 @@ import json
 import string
 import time
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -285,6 +286,7 @@ def test_every_action_that_constructs_becomes_accepted_code(fields):
     assert Action.from_dict(json.loads(json.dumps(action.to_dict()))) == action
 
 
+@pytest.mark.slow  # a long property run
 @given(st.integers(1, 5000), st.integers(1, 5000), st.sampled_from([14, 28, 32]),
        st.integers(1, 10 ** 6), st.integers(1, 2 * 10 ** 7))
 def test_smart_resize_is_transformers_rule(height, width, factor, min_pixels, max_pixels):

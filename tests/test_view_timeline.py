@@ -80,6 +80,7 @@ def titles(html_text: str, cls: str) -> list[str]:
             for svg in svgs(html_text) for t in svg.iter() if cls in (t.get("class") or "").split()]
 
 
+@pytest.mark.slow  # 10,000 episodes drawn twice
 @pytest.mark.parametrize("lanes_n", [64, 1000])
 def test_a_run_of_10000_episodes_is_drawn_in_bands_within_the_size_bound(tmp_path, lanes_n):
     lines = make_run(tmp_path / "run", 10_000, lanes_n)
@@ -108,6 +109,7 @@ def test_a_run_of_10000_episodes_is_drawn_in_bands_within_the_size_bound(tmp_pat
     assert blue == pytest.approx(model, abs=0.03)  # each column rounds its stack to pixels
 
 
+@pytest.mark.slow  # a run too large to draw step by step
 def test_a_run_too_long_for_its_steps_is_drawn_attempt_by_attempt_from_phase_totals(tmp_path):
     lines = make_run(tmp_path / "run", lanes.MAX_BARS, 8, servers=curves.MAX_PANELS + 1, steps=(10, 15))
     text = page(tmp_path / "run")
