@@ -11,7 +11,8 @@ evaluator reports it as an EvalError.
 Files are read as OSWorld reads them (text, universal newlines), but bytes
 that are not UTF-8 are kept apart (surrogateescape) instead of raising.
 
-The spreadsheet, slide-deck and document metrics are in tables.py, slides.py and documents.py. Left out, with why, in `LEFT_OUT`.
+The spreadsheet, slide-deck and document metrics are in tables.py, slides.py and
+documents.py. Left out, with why, in `LEFT_OUT`.
 """
 
 import ast

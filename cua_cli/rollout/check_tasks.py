@@ -34,7 +34,7 @@ from ..osworld.support import steps_and_evaluator
 from ..runfolder.names import encode_task_id
 from ..stats.task_checks import OK, UNSUPPORTED, plays_of, report_line, unsupported_line, write_report
 from ..tasks import load_tasks
-from .desktops import split_unsupported
+from .desktops import refusals
 from .driver import rollout
 
 ORACLE, NOOP = "oracle", "noop"
@@ -67,7 +67,7 @@ def check_tasks(config: str, overrides: tuple[str, ...], oracle: str | None, rep
     script = _oracle_file(base, oracle or doc.get("oracle"))
     answers = read_script(script)
     tasks = load_tasks(base)
-    refused = {r["task_id"]: r["missing"] for r in split_unsupported(base, tasks)[1]}
+    refused = {r["task_id"]: r["missing"] for r in refusals(base, tasks)}
     without = [t.task_id for t in tasks if t.task_id not in refused and t.task_id not in answers]
     if without:
         raise InputError(f"{script}: the oracle has no answers for {len(without)} of the {len(tasks)} tasks, e.g. "
