@@ -1,6 +1,7 @@
 """The one way cua replaces a file: a reader sees the old file or the new one, never part of either."""
 
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -23,3 +24,25 @@ def write_atomic(path, data: bytes, mode: int = 0o644) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def place_file(src, dst, opened=None) -> None:
+    """`dst` becomes the file at `src`: a hard link where the file system allows it, else a copy
+    (of `opened`, the file as already opened and checked, when given). As with write_atomic,
+    whatever sat at `dst` is replaced, never written through, and on failure `dst` is as it was."""
+    dst = Path(dst)
+    tmp = dst.with_name(f".{dst.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        try:
+            os.link(src, tmp)
+        except OSError:
+            with open(tmp, "xb") as out:
+                if opened is not None:
+                    shutil.copyfileobj(opened, out)
+                else:
+                    with open(src, "rb") as f:
+                        shutil.copyfileobj(f, out)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)

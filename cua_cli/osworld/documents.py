@@ -22,9 +22,12 @@ from .values import similarity
 
 
 def _documents(result, expected):
-    """(the agent's document, the gold document); (None, None) when the agent's cannot be read."""
+    """(the agent's document, the gold document); (None, None), to score 0, when either file is not
+    given or the agent's cannot be read."""
     from docx import Document
 
+    if not result or not expected:
+        return None, None
     if not (str(result).endswith(".docx") and str(expected).endswith(".docx")):
         raise ValueError("both files must be .docx")
     try:
@@ -35,8 +38,6 @@ def _documents(result, expected):
 
 
 def compare_docx_files(result, expected=None, **options) -> float:
-    if not result or not expected:
-        return 0.0
     mine, gold = _documents(result, expected)
     if mine is None:
         return 0.0
@@ -44,8 +45,6 @@ def compare_docx_files(result, expected=None, **options) -> float:
 
 
 def compare_docx_files_and_ignore_new_lines(result, expected=None, **options) -> float:
-    if not result or not expected:
-        return 0.0
     mine, gold = _documents(result, expected)
     if mine is None:
         return 0.0
@@ -70,17 +69,18 @@ def _joined(paragraphs: list[str]) -> str:
 
 
 def compare_line_spacing(result, expected=None) -> float:
-    if not result or not expected or not compare_docx_files(result, expected):
-        return 0.0
+    """compare_docx_files' default comparison first, then each paragraph's spacing."""
     mine, gold = _documents(result, expected)
+    if mine is None:
+        return 0.0
     a, b = mine.paragraphs, gold.paragraphs
+    if not _compare_texts([p.text for p in a], [p.text for p in b]):
+        return 0.0
     return float(len(a) == len(b) and all(p.paragraph_format.line_spacing == q.paragraph_format.line_spacing
                                           for p, q in zip(a, b)))
 
 
 def compare_docx_tables(result, expected=None) -> float:
-    if not result or not expected:
-        return 0.0
     mine, gold = _documents(result, expected)
     if mine is None or len(mine.tables) != len(gold.tables):
         return 0.0

@@ -23,7 +23,7 @@ from ..errors import BadTask, CuaError, EnvError, EvalError
 from .getters import GETTERS, EvalContext
 from .metrics import METRICS
 from .setup import SetupContext, run_steps
-from .support import missing_libraries, unsupported
+from .support import missing_libraries, paired, unsupported
 
 
 def evaluate(evaluator: dict, last_action: Optional[str], setup: SetupContext, budget: Budget,
@@ -51,9 +51,7 @@ def evaluate(evaluator: dict, last_action: Optional[str], setup: SetupContext, b
     if isinstance(func, str):
         return _one(func, evaluator.get("result"), evaluator.get("expected"), evaluator.get("options") or {}, ctx)
     conj = evaluator.get("conj", "and")
-    n = len(func)
-    results, expecteds = _items(evaluator, "result", n), _items(evaluator, "expected", n)
-    options = _items(evaluator, "options", n)
+    results, expecteds, options = (paired(evaluator, key) for key in ("result", "expected", "options"))
     scores = []
     for i, name in enumerate(func):
         score = _one(name, results[i], expecteds[i], options[i] or {}, ctx, f"[{i}]")
@@ -63,11 +61,6 @@ def evaluate(evaluator: dict, last_action: Optional[str], setup: SetupContext, b
             return 1.0
         scores.append(score)
     return sum(scores) / len(scores) if conj == "and" else max(scores)
-
-
-def _items(evaluator: dict, key: str, n: int) -> list:
-    value = evaluator.get(key)
-    return value if isinstance(value, list) and len(value) == n else [None] * n
 
 
 def _one(name: str, result_cfg, expected_cfg, options: dict, ctx: EvalContext, where: str = "") -> float:

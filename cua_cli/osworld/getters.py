@@ -8,14 +8,11 @@ A desktop that fails raises EnvError (the evaluator reports it as EvalError).
 
 import copy
 import datetime
-import os
-import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .._util.atomic import write_atomic
+from .._util.atomic import place_file, write_atomic
 from .._util.budget import Budget
 from .._util.retry import pause
 from ..errors import BadTask
@@ -142,23 +139,10 @@ def get_cloud_file(ctx: EvalContext, config: dict):
     out = []
     for i, (url, dest) in enumerate(zip(paths, dests)):
         local = folder / safe_name(dest)
-        _place(ctx.downloads.fetch(url, dest, ctx.budget), local)
+        place_file(ctx.downloads.fetch(url, dest, ctx.budget), local)
         if i in gives:
             out.append(str(local))
     return _given(out)
-
-
-def _place(cached: Path, local: Path) -> None:
-    """`local` becomes the cached file: a hard link where the file system allows it, else a copy."""
-    tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        try:
-            os.link(cached, tmp)
-        except OSError:
-            shutil.copyfile(cached, tmp)
-        os.replace(tmp, local)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def get_cache_file(ctx: EvalContext, config: dict) -> str:

@@ -44,17 +44,13 @@ def unsupported(task: dict, libraries: bool = True) -> list[str]:
     func = evaluator.get("func")
     if func == "infeasible":
         return missing
-    names, options = _list(func), evaluator.get("options")
+    names, options = _list(func), paired(evaluator, "options")
     for i, name in enumerate(names):
         if name not in METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
             note("metric", name)
             continue
         if name == "compare_table":
-            if isinstance(func, list):  # one options object per metric, as the evaluator pairs them
-                options_i = options[i] if isinstance(options, list) and len(options) == len(names) else None
-            else:
-                options_i = options
-            for part in unsupported_rules(options_i):
+            for part in unsupported_rules(options[i]):
                 note("metric", name, part)
         lacking = missing_libraries(name) if libraries else []
         if lacking:
@@ -64,6 +60,15 @@ def unsupported(task: dict, libraries: bool = True) -> list[str]:
             if isinstance(getter, dict) and getter and getter.get("type") not in GETTERS:
                 note("getter", getter.get("type"))
     return missing
+
+
+def paired(evaluator: dict, key: str) -> list:
+    """The evaluator's `key` ("result", "expected", "options") for each of its metrics, in order: a
+    list func takes a list of as many, else it has none (None each)."""
+    func, value = evaluator.get("func"), evaluator.get(key)
+    if not isinstance(func, list):
+        return [value]
+    return value if isinstance(value, list) and len(value) == len(func) else [None] * len(func)
 
 
 def missing_libraries(metric: str) -> list[str]:

@@ -15,12 +15,10 @@ and writes only inside its own folder, never through a link that is already ther
 import html
 import json
 import os
-import shutil
-import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from .._util.atomic import write_atomic
+from .._util.atomic import place_file, write_atomic
 from .._util.diag import warn, warn_problems
 from .._util.text import percent
 from ..errors import ReportError
@@ -190,20 +188,11 @@ servers' load.</p>
         dst = os.path.join(self.out, "shots", src[len(self._run_prefix):])
         if not self._mkdir(os.path.dirname(dst)):
             return None
-        tmp = os.path.join(os.path.dirname(dst), f".{uuid.uuid4().hex}.tmp")
         try:
-            try:
-                os.link(src, tmp)  # src holds no link (confine): this links the file itself
-            except OSError:
-                with open(tmp, "xb") as out:
-                    shutil.copyfileobj(f, out)
-            os.replace(tmp, dst)  # over whatever was there, without following it
+            place_file(src, dst, opened=f)  # src holds no link (confine): a link is to the file itself
         except OSError as e:
             warn(f"{where}: cannot copy the screenshot: {e}")
             return None
-        finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
         return dst
 
     def _steps(self, pair, rec: dict) -> str:
