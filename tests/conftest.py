@@ -3,6 +3,9 @@
 import pytest
 from hypothesis import HealthCheck, settings
 
+# global_state: no test leaks signal handlers, environment or working directory; pytester: the suite tests that
+pytest_plugins = ["helpers.global_state", "pytester"]
+
 # Property tests: modest example counts by default so the suite stays fast;
 # `pytest --hypothesis-profile=deep` searches much harder.
 settings.register_profile("default", max_examples=150, deadline=None,
@@ -14,15 +17,16 @@ settings.load_profile("default")
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """A real Ray cluster of three nodes on this machine (Ray's own test utility): a head without CPUs,
-    where the driver runs, and two workers for the runner actors; (cluster, worker nodes)."""
-    from ray.cluster_utils import Cluster  # the [test] extra installs Ray
+    """A real Ray cluster of three nodes on this machine (Ray's own test utility, in a process of its
+    own): a head without CPUs, where the driver runs, and two workers for the runner actors;
+    (cluster, worker nodes)."""
+    from helpers.ray_cluster import RayCluster
 
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
-    workers = [c.add_node(num_cpus=2, object_store_memory=80 << 20) for _ in range(2)]
-    c.wait_for_nodes()
-    yield c, workers
-    c.shutdown()
+    c = RayCluster(workers=2, num_cpus=2)
+    try:
+        yield c, c.workers
+    finally:
+        c.shutdown()
 
 
 @pytest.fixture

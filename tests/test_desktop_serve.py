@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.desktops import needs_desktops, request
+from helpers.processes import signal_group
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 TOKEN = "serve-token"
@@ -83,5 +84,5 @@ def test_desktops_end_with_the_server(how, tmp_path):
             assert not orphan.exists() and len(list(tmp_path.iterdir())) == 1
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            signal_group(proc, signal.SIGKILL)
             proc.wait()

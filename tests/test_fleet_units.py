@@ -1,7 +1,14 @@
 """GPU specs, vLLM flags and metrics parsing: pure functions, and the CLI's errors."""
 
+import json
+import signal
+import subprocess
+import sys
+
+import psutil
 import pytest
 from helpers.cli import run_cua
+from helpers.processes import kill_group
 
 from cua_cli.config import vllm_flags
 from cua_cli.errors import GpuSpecError
@@ -80,3 +87,21 @@ def test_bad_fleet_files_are_named_not_a_traceback(tmp_path):
         assert r.returncode == 2 and str(fleet) in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = run_cua("rollout", str(cfg), "--fleet", str(odd), timeout=60)  # a folder
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_stop_models_stops_only_the_groups_the_fleet_started(tmp_path):
+    """A fleet file that outlived its fleet names a pid the system gave to another process since: that
+    group is left alone; a group whose leader is the very process the file names is stopped."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        fleet = tmp_path / "fleet.json"
+        when = psutil.Process(other.pid).create_time()
+        for leader_started, stopped in ((when - 3600, False), (when, True)):
+            fleet.write_text(json.dumps({"supervisor_pid": None, "servers": [], "pgids": [other.pid],
+                                         "pgid_started": {str(other.pid): leader_started}}))
+            r = run_cua("stop-models", "--fleet", str(fleet), timeout=120)
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+            assert (other.poll() is not None) == stopped, leader_started
+        assert other.returncode == -signal.SIGTERM
+    finally:
+        kill_group(other)

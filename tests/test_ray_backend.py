@@ -14,6 +14,7 @@ import pytest
 from helpers.cli import finish, kill_group, run_cua, start_cua
 from helpers.envserver import start_env_server, stop_env_server
 from helpers.net import free_port
+from helpers.processes import signal_group
 from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
@@ -170,7 +171,7 @@ def test_a_node_that_dies_mid_run_loses_no_pair_and_leaves_no_claim(tmp_path, ra
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results-ray").iterdir()), what="a first episode")
         victim = workers.pop()
         c.remove_node(victim)  # its runner actor dies with it, mid-episode
-        workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
+        workers.append(c.add_node())
         out, err = finish(p, 400)
     finally:
         kill_group(p)
@@ -200,7 +201,7 @@ def test_a_node_lost_with_no_room_for_a_replacement_leaves_the_run_to_the_surviv
         out, err = finish(p, 400)
     finally:
         kill_group(p)
-        workers.append(c.add_node(num_cpus=2, object_store_memory=80 << 20))
+        workers.append(c.add_node())
     assert p.returncode == 0 and "Traceback" not in err, err
     run = _run(tmp_path)
     final = {}
@@ -212,8 +213,7 @@ def test_a_node_lost_with_no_room_for_a_replacement_leaves_the_run_to_the_surviv
 
 def _actor_pids(node) -> list[int]:
     """The runner actors' worker processes of a node: children of its raylet that Ray titled so."""
-    from ray._private import ray_constants
-    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    raylet = node.raylet_pid
     pids = []
     for proc in Path("/proc").iterdir():
         try:
@@ -294,7 +294,7 @@ def test_sigterm_while_ray_starts_ends_the_run_cleanly_and_resume_finishes_it(tm
     p = start_cua("rollout", str(cfg))
     try:
         wait_for(lambda: (tmp_path / "results-ray").exists(), what="the run folder")
-        os.killpg(p.pid, signal.SIGTERM)
+        signal_group(p, signal.SIGTERM)
         out, err = finish(p, 120)
     finally:
         kill_group(p)

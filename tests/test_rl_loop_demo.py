@@ -2,13 +2,13 @@
 MiniWoB++): rollout rows, one trainer step and its checkpoint row, the fleet reloaded onto it by
 the rollout itself, and rows sampled by the new checkpoint; then everything is stopped."""
 
-import os
 import signal
 import subprocess
 
 import psutil
 import pytest
 from helpers.cli import ROOT
+from helpers.processes import signal_group
 
 pytestmark = pytest.mark.slow  # the whole RL loop: vLLM, MariaDB, torch
 
@@ -22,7 +22,7 @@ def _run(work) -> subprocess.CompletedProcess:
     try:
         out, err = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
+        signal_group(proc, signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
         pytest.fail(f"rl_loop_demo.sh took over {TIMEOUT_S} s:\n{out}\n{err}")
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -11,6 +11,7 @@ import psutil
 import pytest
 from helpers.cli import kill_group, run_cua, start_cua
 from helpers.net import free_port
+from helpers.processes import signal_group
 from helpers.waiting import wait_for
 
 from cua_cli.runfolder.jsonl import read_lines
@@ -163,7 +164,7 @@ def test_env_server_killed_mid_run_errors_are_retried(write, tmp_path):
                             "--set", "env.allocate_wait_s=5", cwd=tmp_path)
         wait_for(lambda: (tmp_path / "results").exists() and any(
             (d / "episodes.jsonl").exists() for d in (tmp_path / "results").iterdir()), what="first episode")
-        os.killpg(server.pid, signal.SIGKILL)
+        signal_group(server, signal.SIGKILL)
         server.wait()
         time.sleep(3)
         server = start_cua(*server_args, cwd=tmp_path)
@@ -173,7 +174,7 @@ def test_env_server_killed_mid_run_errors_are_retried(write, tmp_path):
     finally:
         for proc in (rollout, server):
             if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                signal_group(proc, signal.SIGKILL)
     run = run_dir(tmp_path)
     final, lines = check_complete(run)
     errors = [r for r in lines if r["outcome"] == "error"]
@@ -210,7 +211,7 @@ runner: {{num_envs: 1, max_steps: 3}}
                 assert token.encode() not in f.read_bytes(), f
         assert token not in r.stdout + r.stderr
     finally:
-        os.killpg(server.pid, signal.SIGKILL)
+        signal_group(server, signal.SIGKILL)
 
 
 def test_watch_picks_up_dropped_task_files(write, tmp_path):

@@ -10,11 +10,13 @@ from collections import Counter
 
 import psutil
 import pytest
-from helpers.cli import ROOT, kill_group, run_cua, start_cua
+from helpers.cli import ROOT, finish, kill_group, run_cua, start_cua
 from helpers.envserver import UNSET_TOKEN_ENV, start_env_server, stop_env_server
+from helpers.processes import signal_group
 from helpers.waiting import wait_for
 
 from cua_cli._util.httpclient import Client
+from cua_cli._util.procgroup import kill_group as stop_group
 from cua_cli.runfolder.jsonl import read_lines
 from cua_cli.runfolder.leases import still_held
 
@@ -96,7 +98,7 @@ def test_a_stop_signal_to_the_process_group_ends_the_run_as_ctrl_c_does(tmp_path
     p = _start(cfg)
     try:
         wait_for(lambda: _episodes(tmp_path) >= 1, ENDS_WITHIN_S, "a first episode")
-        os.killpg(p.pid, sig)  # what a batch scheduler, `timeout` or a container stop does
+        signal_group(p, sig)  # what a batch scheduler, `timeout` or a container stop does
         out, err = p.communicate(timeout=ENDS_WITHIN_S)
     finally:
         kill_group(p)
@@ -130,11 +132,11 @@ def test_any_mix_of_signals_ends_the_run_and_resume_finishes_every_pair_once(tmp
     p = _start(cfg)
     try:
         wait_for(lambda: _episodes(tmp_path) >= 1, ENDS_WITHIN_S, "a first episode")
-        os.killpg(p.pid, signal.SIGINT)
+        signal_group(p, signal.SIGINT)
         wait_for(lambda: _episodes(tmp_path) >= 2 or p.poll() is not None, ENDS_WITHIN_S, "the clean-up")
         for sig in (signal.SIGTERM, signal.SIGINT):
             if p.poll() is None:
-                os.killpg(p.pid, sig)
+                signal_group(p, sig)
         run, _, _ = _stop_and_check(p, tmp_path, env_url, 130)
     finally:
         kill_group(p)
@@ -148,7 +150,7 @@ def test_a_signal_during_set_up_ends_the_run_before_any_episode(tmp_path, env_ur
     p = _start(cfg)
     try:
         wait_for(lambda: (tmp_path / "results").exists(), ENDS_WITHIN_S, "the run folder")
-        os.killpg(p.pid, signal.SIGTERM)
+        signal_group(p, signal.SIGTERM)
         run, out, _ = _stop_and_check(p, tmp_path, env_url, 143)
     finally:
         kill_group(p)
@@ -169,7 +171,7 @@ def test_episodes_that_do_not_end_after_one_signal_are_stopped_after_a_grace(tmp
         p = _start(cfg, "--set", "runner.step_timeout_s=3600", "--set", "runner.episode_timeout_s=7200")
         try:
             wait_for(lambda: proxy.faults["hang"] >= 2, ENDS_WITHIN_S, "actions held by the env")
-            os.killpg(p.pid, signal.SIGTERM)
+            signal_group(p, signal.SIGTERM)
             run, _, err = _stop_and_check(p, tmp_path, env_url, 143)
         finally:
             kill_group(p)
@@ -194,15 +196,18 @@ def test_start_models_stopped_while_its_server_starts_leaves_no_process(tmp_path
         fleet_file = tmp_path / f"fleet-{sig}.json"
         p = start_cua("start-models", "--cpu", "1", "--model", str(model), "--config",
                       str(ROOT / "configs/fleet-cpu.yaml"), "--fleet", str(fleet_file), "--base-port", "8470")
+        pgid = None
         try:
             wait_for(lambda: fleet_file.exists() and json.loads(fleet_file.read_text()).get("pgids"),
                      ENDS_WITHIN_S, "the server to be started")
             (pgid,) = json.loads(fleet_file.read_text())["pgids"]
             wait_for(lambda: _group_left(pgid), ENDS_WITHIN_S, "the server's processes")
-            os.killpg(p.pid, sig)
-            out, err = p.communicate(timeout=ENDS_WITHIN_S)
+            signal_group(p, sig)
+            out, err = finish(p, ENDS_WITHIN_S)
         finally:
             kill_group(p)
+            if pgid is not None and _group_left(pgid):  # the server has a session of its own: a failed stop leaves it
+                stop_group(pgid, 0.0)
         assert p.returncode == 0 and "Traceback" not in err, err
         assert "no server process is left" in out
         assert _group_left(pgid) == [] and not fleet_file.exists()
@@ -231,7 +236,7 @@ def test_a_long_command_stopped_by_a_signal_says_so_and_exits_with_its_status(tm
     p = start_cua("stats", str(run), "--by", "task", "--format", "json", text=False)
     try:
         wait_for(lambda: "pipe_write" in _wchan(p.pid), ENDS_WITHIN_S, "the output to fill its pipe")
-        os.killpg(p.pid, sig)
+        signal_group(p, sig)
         _, err = p.communicate(timeout=ENDS_WITHIN_S)
     finally:
         kill_group(p)
@@ -245,7 +250,7 @@ def test_env_server_ends_cleanly_on_every_stop_signal():
         p = start_cua("env-server", "--port", "0", "--token-env", UNSET_TOKEN_ENV)
         try:
             assert "listening on" in p.stdout.readline()
-            os.killpg(p.pid, sig)
+            signal_group(p, sig)
             _, err = p.communicate(timeout=ENDS_WITHIN_S)
         finally:
             kill_group(p)

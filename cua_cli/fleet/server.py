@@ -14,7 +14,7 @@ import psutil
 
 from .._util.atomic import write_atomic
 from .._util.httpclient import Client, HttpError
-from .._util.procgroup import kill_group, live
+from .._util.procgroup import kill_group, live, started
 
 HTTP = Client()  # health probes: cua's client, so a server that answers slowly is held to the whole timeout
 
@@ -144,7 +144,9 @@ def gpu_holders(pids: set[int]) -> list[str]:
 
 def write_fleet(path: Path, supervisor_pid: int, servers: list[ModelServer], all_pids: list[int]) -> None:
     """Atomically replace the fleet file. `servers` are the healthy ones; `pgids` lists
-    every launched group, starting or not, so stop-models can always clean up. Its readers
-    are in config/fleet_file.py."""
-    doc = {"supervisor_pid": supervisor_pid, "servers": [s.entry() for s in servers], "pgids": all_pids}
+    every launched group, starting or not, so stop-models can always clean up; `pgid_started`
+    when each group's leader started, so that a stale file never stops a group that took a
+    reused pid. Its readers are in config/fleet_file.py."""
+    doc = {"supervisor_pid": supervisor_pid, "servers": [s.entry() for s in servers], "pgids": all_pids,
+           "pgid_started": {str(p): started(p) for p in all_pids}}
     write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._util.procgroup import kill_group
+from .._util.procgroup import kill_group, same_group
 from ..errors import FleetError
 from .server import ModelServer, port_free, write_fleet
 
@@ -210,4 +210,7 @@ def stop_fleet_file(path: Path, doc: dict, grace: float = 15.0) -> list[str]:
         except (psutil.NoSuchProcess, psutil.TimeoutExpired):
             pass
     pgids = set(doc.get("pgids") or []) | {s["pid"] for s in doc["servers"] if s.get("pid")}
-    return [f"process group {g}" for g in sorted(pgids) if not kill_group(g, grace)]
+    leaders = doc.get("pgid_started") or {}
+    # A file outliving its fleet (a reboot, a crashed supervisor) may name pids the system gave to others.
+    ours = [g for g in sorted(pgids) if same_group(g, leaders.get(str(g)))]
+    return [f"process group {g}" for g in ours if not kill_group(g, grace)]

@@ -4,7 +4,10 @@ pytest puts tests/ on sys.path (tests/ has a conftest.py and no __init__.py: its
 "prepend" import mode), so `helpers` is this package whether pytest runs from the repo root or
 from a fresh clone, with nothing installed. conftest.py holds only fixtures and hooks.
 
-  cli               the real `cua` in a child process: ROOT, CUA, run_cua, start_cua, kill_group
+  cli               the real `cua` in a child process: ROOT, CUA, run_cua, start_cua, finish
+  processes         signals to a child only as its own process group: signal_group, kill_group
+  global_state      the plugin that puts back signal handlers, environment and working directory
+  ray_cluster       a real multi-node Ray cluster in a process of its own
   waiting           wait_for: poll a condition, fail naming it
   net               free_port: a loopback port nothing listens on
   envserver         the built-in env server in this process: start_env_server, stop_env_server

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.processes import kill_group
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 CUA = [sys.executable, "-m", "cua_cli"]
 
@@ -29,7 +31,7 @@ def finish(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
     try:
         return p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGUSR1)
+        kill_group(p, signal.SIGUSR1)
         try:
             err = p.communicate(timeout=10)[1]
         except subprocess.TimeoutExpired:
@@ -42,13 +44,9 @@ def finish(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
 def start_cua(*args, cwd=None, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
               new_session=True):
     """Start the real `cua` in a child process (its own process group unless `new_session` is False),
-    its output on pipes; the Popen. End it with `kill_group` in a `finally`."""
+    its output on pipes; the Popen. Signal its group with `signal_group` (helpers.processes); end it
+    with `kill_group` in a `finally`."""
     full_env = dict(os.environ, **env) if env else None
     return subprocess.Popen([*CUA, *args], cwd=cwd, env=full_env, stdout=stdout, stderr=stderr, text=text,
                             start_new_session=new_session)
 
-
-def kill_group(p: subprocess.Popen, sig=signal.SIGKILL) -> None:
-    """Send `sig` to the process group of `p` if `p` still runs: the clean-up after a test of a child."""
-    if p.poll() is None:
-        os.killpg(p.pid, sig)

@@ -23,6 +23,7 @@ from urllib.parse import quote
 import pymysql
 
 from helpers.net import free_port
+from helpers.processes import signal_group
 
 DATABASE = "cua_test"
 _SEARCH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])  # root's tools, for anyone
@@ -153,7 +154,7 @@ class MariaDB:
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout)
 
     def close(self) -> None:
