@@ -102,6 +102,36 @@ def test_sudo_works_as_osworlds_tasks_expect(pair):
     assert sh(a, "echo password | sudo -S -u user id -un")["output"] == "user\n"
 
 
+def test_sudo_remembers_the_password_as_ubuntus_does(pair):
+    """For 15 minutes, per terminal or (no terminal) per parent process, until `sudo -k`: the pattern
+    `echo password | sudo -S a && sudo b` of OSWorld's task configs."""
+    a, _ = pair
+    out = sh(a, "echo password | sudo -S mkdir /root/d; sudo -n touch /root/d/two && sudo ls /root/d")
+    assert out["returncode"] == 0 and out["output"] == "two\n", out
+    # Another shell (another parent) has given no password; -k forgets it, as sudo does.
+    assert sh(a, "(sudo -n true) && echo yes || echo no")["output"] == "no\n"
+    assert sh(a, "echo password | sudo -S true; sudo -k; sudo -n true")["returncode"] == 1
+    # On a terminal: the password once, then none on that terminal.
+    script = ("import os, pty, sys\n"
+              "pid, fd = pty.fork()\n"
+              "if pid == 0:\n"
+              "    os.execvp('sh', ['sh', '-c', 'sudo true && sudo -n id -u'])\n"
+              "out = b''\n"
+              "while True:\n"
+              "    try:\n"
+              "        chunk = os.read(fd, 1024)\n"
+              "    except OSError:\n"
+              "        break\n"
+              "    if not chunk:\n"
+              "        break\n"
+              "    out += chunk\n"
+              "    if b'password for' in chunk:\n"
+              "        os.write(fd, b'password\\n')\n"
+              "sys.stdout.write(out.decode())\n")
+    out = run(url(a), ["python3", "-c", script])
+    assert out["output"].count("password for user") == 1 and out["output"].rstrip().endswith("0"), out
+
+
 def test_the_servers_environment_does_not_leak_in(pair):
     a, _ = pair
     assert SECRET not in sh(a, "env")["output"]

@@ -1,8 +1,9 @@
 #!/usr/bin/python3 -I
 """sudo for a desktop: the host's setuid sudo cannot work in a user namespace, so this shim asks the
 desktop's PID 1 (sudod.py) to run the command as desktop-root, if the password is `password`.
-Supports what OSWorld's tasks use: -S (password from stdin), -u USER, -E, -k/-n/-H/-- and a prompt
-on the terminal otherwise."""
+Supports what OSWorld's tasks use: -S (password from stdin), -u USER, -E, -k/-K, -n/-H/-- and a
+prompt on the terminal otherwise. As Ubuntu's sudo, it asks no password again for 15 minutes on the
+same terminal (or, without one, from the same parent process): PID 1 keeps those time stamps."""
 
 import array
 import json
@@ -20,7 +21,7 @@ def die(message: str, code: int = 1):
 
 def parse(args: list[str]) -> tuple[dict, list[str]]:
     opts = {"stdin": False, "user": "root", "preserve_env": False, "prompt": "[sudo] password for user: ",
-            "non_interactive": False}
+            "non_interactive": False, "reset": False}
     i = 0
     while i < len(args) and args[i].startswith("-") and args[i] != "-":
         a = args[i]
@@ -37,7 +38,9 @@ def parse(args: list[str]) -> tuple[dict, list[str]]:
             elif a == "--user":
                 i += 1
                 opts["user"] = args[i] if i < len(args) else die("option requires an argument -- 'u'")
-            elif a not in ("--reset-timestamp", "--set-home", "--login", "--non-interactive"):
+            elif a in ("--reset-timestamp", "--remove-timestamp"):
+                opts["reset"] = True
+            elif a not in ("--set-home", "--login", "--non-interactive"):
                 die(f"unrecognized option '{a}'")
             if a == "--non-interactive":
                 opts["non_interactive"] = True
@@ -61,7 +64,9 @@ def parse(args: list[str]) -> tuple[dict, list[str]]:
                 elif c == "p":
                     opts["prompt"] = value.replace("%p", "user").replace("%u", "user")
                 break
-            elif c not in "kHiesb":
+            elif c in "kK":
+                opts["reset"] = True
+            elif c not in "Hiesb":
                 die(f"invalid option -- '{c}'")
             j += 1
         i += 1
@@ -89,29 +94,39 @@ def read_password(opts: dict) -> str | None:
             "standard input or configure an askpass helper")
 
 
+def ask(request: dict) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(SOCKET)
+        s.sendmsg([json.dumps(request).encode()],
+                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+        return json.loads(s.recv(4096) or b"{}")
+
+
 def main() -> None:
     opts, command = parse(sys.argv[1:])
+    if opts["reset"]:
+        ask({"reset": True})
     if not command:
-        if "-k" in sys.argv[1:] or "-K" in sys.argv[1:]:
+        if opts["reset"]:
             return
         die("usage: sudo [-S] [-E] [-u user] command")
-    for attempt in range(3):
-        password = read_password(opts)
-        if password is None:
+    request = {"argv": command, "user": opts["user"], "preserve_env": opts["preserve_env"],
+               "env": dict(os.environ), "cwd": os.getcwd(), "password": None}
+    reply = ask(request)  # no password yet: a recent one on this terminal may stand
+    wrong = 0
+    while reply.get("status") in ("need_password", "bad_password"):
+        if reply["status"] == "bad_password":
+            wrong += 1
+            if wrong == 3:
+                die("3 incorrect password attempts")
+            sys.stderr.write("Sorry, try again.\n")
+        request["password"] = read_password(opts)
+        if request["password"] is None:
             die("no password was provided")
-        request = {"argv": command, "user": opts["user"], "preserve_env": opts["preserve_env"],
-                   "env": dict(os.environ), "cwd": os.getcwd(), "password": password}
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.connect(SOCKET)
-            s.sendmsg([json.dumps(request).encode()],
-                      [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
-            reply = json.loads(s.recv(4096) or b"{}")
-        if reply.get("status") == "exit":
-            sys.exit(reply["code"] & 0xFF if reply["code"] >= 0 else 128 - reply["code"])
-        if reply.get("status") != "bad_password":
-            die(reply.get("message", "internal error"))
-        sys.stderr.write("Sorry, try again.\n")
-    die("3 incorrect password attempts")
+        reply = ask(request)
+    if reply.get("status") != "exit":
+        die(reply.get("message", "internal error"))
+    sys.exit(reply["code"] & 0xFF if reply["code"] >= 0 else 128 - reply["code"])
 
 
 if __name__ == "__main__":

@@ -6,12 +6,59 @@ import array
 import json
 import os
 import socket
+import struct
 import threading
+import time
 
 SOCKET = "/run/sudo.sock"
 PASSWORD = "password"
 SECURE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 USERS = {"root": (0, "/root"), "0": (0, "/root"), "user": (1000, "/home/user"), "1000": (1000, "/home/user")}
+STAMP_S = 15 * 60  # Ubuntu's sudo: timestamp_timeout 15, timestamp_type tty
+
+
+class Stamps:
+    """When the password was last given, per terminal (its device and session) or, for a caller with
+    no terminal, per parent process (its pid and start time, so a reused pid starts afresh): sudo's
+    own keying, so that `echo password | sudo -S a && sudo b` works as on Ubuntu."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._given: dict[tuple, float] = {}
+
+    @staticmethod
+    def key(conn: socket.socket) -> tuple | None:
+        pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+        me = _stat(pid)
+        if me is None:
+            return None
+        ppid, session, tty = int(me[1]), int(me[3]), int(me[4])
+        if tty:
+            return ("tty", tty, session)
+        parent = _stat(ppid)
+        return ("ppid", ppid, parent[19]) if parent else None
+
+    def fresh(self, key) -> bool:
+        with self._lock:
+            return key is not None and time.monotonic() - self._given.get(key, -STAMP_S) < STAMP_S
+
+    def give(self, key) -> None:
+        if key is not None:
+            with self._lock:
+                self._given[key] = time.monotonic()
+
+    def reset(self, key) -> None:
+        with self._lock:
+            self._given.pop(key, None)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, pgrp, session, tty_nr, ...)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
 
 
 class Reaper:
@@ -86,7 +133,7 @@ def _run(request: dict, fds: list[int], session_env: dict, reaper: Reaper) -> in
     return reaper.wait(pid)
 
 
-def _serve_one(conn: socket.socket, reaper: Reaper, session_env: dict) -> None:
+def _serve_one(conn: socket.socket, reaper: Reaper, session_env: dict, stamps: Stamps) -> None:
     fds: list[int] = []
     try:
         with conn:
@@ -95,9 +142,19 @@ def _serve_one(conn: socket.socket, reaper: Reaper, session_env: dict) -> None:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     fds += array.array("i", data[: len(data) - len(data) % 4]).tolist()
             request = json.loads(msg)
-            if request.get("password") != PASSWORD:
-                conn.sendall(b'{"status": "bad_password"}')
+            key = stamps.key(conn)
+            if request.get("reset"):
+                stamps.reset(key)
+                conn.sendall(b'{"status": "reset"}')
                 return
+            if request.get("password") is None and not stamps.fresh(key):
+                conn.sendall(b'{"status": "need_password"}')
+                return
+            if request.get("password") is not None:
+                if request["password"] != PASSWORD:
+                    conn.sendall(b'{"status": "bad_password"}')
+                    return
+                stamps.give(key)
             if len(fds) != 3:
                 conn.sendall(b'{"status": "error", "message": "three file descriptors expected"}')
                 return
@@ -111,10 +168,11 @@ def _serve_one(conn: socket.socket, reaper: Reaper, session_env: dict) -> None:
 
 
 def serve(reaper: Reaper, session_env: dict) -> None:
+    stamps = Stamps()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(SOCKET)
     os.chmod(SOCKET, 0o666)
     server.listen(16)
     while True:
         conn, _ = server.accept()
-        threading.Thread(target=_serve_one, args=(conn, reaper, session_env), daemon=True).start()
+        threading.Thread(target=_serve_one, args=(conn, reaper, session_env, stamps), daemon=True).start()
