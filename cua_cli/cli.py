@@ -285,6 +285,9 @@ def envs_gc(run_dir):
 @click.option("--screen", default="1920x1080", show_default=True, metavar="WxH", help="desktop: the screen size.")
 @click.option("--warm", type=click.IntRange(min=0), default=0, show_default=True,
               help="desktop: desktops kept started before they are asked for, so an allocation answers at once.")
+@click.option("--session", type=click.Choice(["gnome", "openbox"]), default="gnome", show_default=True,
+              help="desktop: gnome is Ubuntu's GNOME as on OSWorld's image (top bar, dock, Ctrl+Alt+T, overview); "
+                   "openbox a bare window manager, lighter, but not the screen agents trained on OSWorld know.")
 @click.option("--verbose", is_flag=True, help="Log every request.")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Release an env after this many seconds without a request (0: never).")
@@ -295,7 +298,7 @@ def envs_gc(run_dir):
                    "an idx outside the pairs is refused.")
 @click.option("--agentgym-seeds", metavar="SEEDS", help="Seeds for --agentgym-tasks: ranges and lists, e.g. "
                                                         "0-99 or 0-9,100,200-209.  [default: 0-99]")
-def env_server(backend, host, port, max_envs, token_env, screen, warm, verbose, idle_timeout, parent_pid,
+def env_server(backend, host, port, max_envs, token_env, screen, warm, session, verbose, idle_timeout, parent_pid,
                agentgym_tasks, agentgym_seeds):
     """Serve envs: real MiniWoB++ tasks over the env-cluster protocol (and AgentGym's WebArena
     protocol), or real Linux desktops with OSWorld's in-VM API, allocated through DART's protocol.
@@ -338,7 +341,7 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, verbose, 
     if backend == "desktop":
         from .envserver.desktop import serve as serve_desktops
 
-        serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose)
+        serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose, session=session)
     else:
         from .envserver.server import serve
 

@@ -126,6 +126,10 @@ class OsworldEnv(Section):
                                                           "reset: an episode finds what the last one left).")
     screen: Literal["1920x1080", "1280x720", "1366x768", "1600x900", "2560x1440"] = Field(
         "1920x1080", description="env.url local: the desktops' screen size.")
+    session: Literal["gnome", "openbox"] = Field(
+        "gnome", description="env.url local: the desktops' session. gnome: Ubuntu's GNOME as on OSWorld's image "
+                             "(top bar, dock, Ctrl+Alt+T, the overview); openbox: a bare window manager, lighter, "
+                             "but not the screen agents trained on OSWorld know.")
     apps: Optional[list[one_of(DESKTOP_APPS)]] = Field(
         None, description="The apps the desktops have, by OSWorld's related_apps names; a task that names "
                           "another is not played (listed as unsupported). null: for cua's own desktops (env.url "

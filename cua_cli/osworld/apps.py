@@ -20,12 +20,12 @@ _SPELLINGS = {
     "vlc": "vlc", "ubuntu_media_player": "vlc",
 }
 
-# The command that shows an app is installed: what OSWorld's tasks start it with (Debian names
-# LibreOffice's parts lo<part>).
+# The commands that show an app is installed: what OSWorld's tasks start it with (Debian names
+# LibreOffice's parts lo<part>; cua's desktops start Debian's Chromium as google-chrome).
 _COMMANDS = {
-    "chrome": "google-chrome", "libreoffice_calc": "localc", "libreoffice_writer": "lowriter",
-    "libreoffice_impress": "loimpress", "gimp": "gimp", "vs_code": "code", "thunderbird": "thunderbird",
-    "vlc": "vlc",
+    "chrome": ("google-chrome", "chromium"), "libreoffice_calc": ("localc",), "libreoffice_writer": ("lowriter",),
+    "libreoffice_impress": ("loimpress",), "gimp": ("gimp",), "vs_code": ("code",), "thunderbird": ("thunderbird",),
+    "vlc": ("vlc",),
 }
 assert set(_SPELLINGS.values()) == set(_COMMANDS) == set(DESKTOP_APPS)
 
@@ -42,4 +42,4 @@ def needed(example: dict) -> list[str]:
 
 def on_this_host() -> list[str]:
     """The apps whose command is on this host's PATH."""
-    return [app for app in DESKTOP_APPS if shutil.which(_COMMANDS[app])]
+    return [app for app in DESKTOP_APPS if any(shutil.which(c) for c in _COMMANDS[app])]

@@ -77,5 +77,5 @@ def local_desktops(cfg: Config, log_path, secrets: dict) -> EnvServerProcess:
     token = secrets["env"]
     o = cfg.env.osworld
     return EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
-                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm)],
+                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm), "--session", o.session],
                           {**os.environ, LOCAL_TOKEN_ENV: token})

@@ -13,11 +13,12 @@ from cua_cli.envserver.desktop.sandbox import Sandbox
 
 
 class LocalDesktop:
-    def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False):
+    def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False,
+                 session: str = "gnome"):
         self.id = str(uuid.uuid4())
         self.created = time.time()
         self.last_used = time.monotonic()
-        self.sandbox = Sandbox(workdir / self.id, screen)
+        self.sandbox = Sandbox(workdir / self.id, screen, session)
         self.executor = ExecutorClient(self.sandbox.socket_path)
         try:
             self.api = APIServer((host, 0), DesktopHandler)

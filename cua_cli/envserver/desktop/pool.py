@@ -33,8 +33,8 @@ class Lease:
 
 class DesktopPool:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], limit: int, warm: int,
-                 verbose: bool = False):
-        self.workdir, self.host, self.screen, self.verbose = workdir, host, screen, verbose
+                 verbose: bool = False, session: str = "gnome"):
+        self.workdir, self.host, self.screen, self.verbose, self.session = workdir, host, screen, verbose, session
         self.limit, self.warm_target = limit, min(warm, limit)
         self.leases: dict[str, Lease] = {}
         self.warm: list[LocalDesktop] = []
@@ -64,7 +64,7 @@ class DesktopPool:
                 threading.Thread(target=desktop.close, daemon=True).start()
                 desktop = None
             if desktop is None:
-                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose)
+                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose, self.session)
                 if not desktop.screenshot_ready():
                     desktop.close()
                     raise RuntimeError("the new desktop's /screenshot does not answer")
@@ -121,7 +121,7 @@ class DesktopPool:
                 self._building += 1
             desktop = None
             try:
-                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose)
+                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose, self.session)
                 if not desktop.screenshot_ready():
                     raise RuntimeError("a warm desktop's /screenshot does not answer")
             except Exception:

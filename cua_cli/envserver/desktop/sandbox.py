@@ -38,12 +38,13 @@ def _python_dirs() -> list[str]:
 
 
 class Sandbox:
-    def __init__(self, workdir: Path, screen: tuple[int, int], ready_timeout: float = 60.0):
+    def __init__(self, workdir: Path, screen: tuple[int, int], session: str = "gnome", ready_timeout: float = 180.0):
         with _slot_lock:
             slot = _base_slot + next(_slots) % 60000
         self.uid_base = slot * UID_SPAN
         self.dir = workdir
         self.screen = screen
+        self.session = session
         self.launcher: subprocess.Popen | None = None
         self.init_pid: int | None = None
         self._pidfd: int | None = None
@@ -65,7 +66,8 @@ class Sandbox:
         os.chown(d / "home" / "Desktop", base + 1000, base + 1000)
         config = {"root": str(d / "root"), "home": str(d / "home"), "sock": str(d / "sock"), "etc": str(d / "etc"),
                   "uid_base": base, "screen": list(self.screen), "guest_dir": str(GUEST),
-                  "python_dirs": _python_dirs(), "venv": sys.prefix, "hostname": "desktop"}
+                  "python_dirs": _python_dirs(), "venv": sys.prefix, "hostname": "desktop",
+                  "session": self.session}
         ready_r, ready_w = os.pipe()
         config["ready_fd"] = ready_w
         log = open(d / "launcher.log", "wb")  # noqa: SIM115 - closed once the launcher holds it

@@ -53,7 +53,7 @@ def remove_orphans(parent: Path) -> None:
 
 def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
                 screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-                workdir: str | None = None) -> DesktopEnvServer:
+                workdir: str | None = None, session: str = "gnome") -> DesktopEnvServer:
     """Bind the allocation server (port 0: a free one) and start filling the warm pool."""
     token = os.environ.get(token_env, "") if token_env else ""
     if not token:
@@ -65,11 +65,16 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
     width, height = screen
     if not (64 <= width <= 8192 and 64 <= height <= 8192):
         raise InputError("--screen must be WIDTHxHEIGHT, each 64-8192")
+    needs = {"gnome": "gnome-shell", "openbox": "openbox"}.get(session)
+    if needs is None:
+        raise InputError(f"--session must be gnome or openbox, not {session!r}")
+    if not shutil.which(needs):
+        raise InputError(f"--session {session} needs {needs} (Debian's package {needs}): run scripts/setup_env.sh")
     remove_orphans(Path(workdir or tempfile.gettempdir()))
     base = Path(tempfile.mkdtemp(prefix=PREFIX, dir=workdir))
     base.chmod(0o711)  # desktops' launchers pass through; nobody lists it
     (base / "server.pid").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
-    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose)
+    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose, session)
     try:
         return DesktopEnvServer((host, port), token, pool, base, verbose)
     except BaseException:
@@ -80,8 +85,8 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
 
 def serve(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
           screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-          workdir: str | None = None) -> None:
-    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir)
+          workdir: str | None = None, session: str = "gnome") -> None:
+    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir, session)
 
     try:
         serve_until_stopped(server, lambda: print(

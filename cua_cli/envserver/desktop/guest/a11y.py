@@ -25,7 +25,8 @@ def element(node, depth: int) -> ET.Element:
     attrs = {"name": node.name or ""}
     try:
         for state in node.getState().getStates():
-            attrs[f"{{{NS['st']}}}{pyatspi.stateToString(state)}"] = "true"
+            # OSWorld names a state by its enum name ("selectable_text"): an XML name has no spaces
+            attrs[f"{{{NS['st']}}}{pyatspi.stateToString(state).replace(' ', '_')}"] = "true"
     except Exception:  # noqa: BLE001, S110 - an accessible may lack any interface or vanish
         pass
     try:

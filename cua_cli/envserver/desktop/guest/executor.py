@@ -27,6 +27,9 @@ SOCKET = "/run/cua/exec.sock"
 TIMEOUT = 120
 PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "  # OSWorld's client
 GUEST = os.path.dirname(os.path.abspath(__file__))
+# OSWorld's tasks find Chrome's windows by the title suffix "Google Chrome"; here Chrome is Debian's
+# Chromium, whose titles end in "Chromium".
+BRAND, BRAND_HERE = "Google Chrome", "Chromium"
 
 
 class Zygote:
@@ -268,8 +271,11 @@ class Executor:
 
     def _wmctrl(self, req: dict, action: str, done: str) -> dict:
         name = str(req.get("window_name", ""))
-        argv = ["wmctrl"] + (["-x"] if req.get("by_class") else []) + (["-F"] if req.get("strict") else []) + [action, name]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        argv = ["wmctrl"] + (["-x"] if req.get("by_class") else []) + (["-F"] if req.get("strict") else []) + [action]
+        result = subprocess.run(argv + [name], capture_output=True, text=True, check=False)
+        if result.returncode and not req.get("by_class") and BRAND in name:
+            result = subprocess.run(argv + [name.replace(BRAND, BRAND_HERE)], capture_output=True, text=True,
+                                    check=False)
         if result.returncode:
             return {"http": 500, "text": f"Failed to {action} window {name}: {result.stderr.strip()}"}
         return {"http": 200, "text": done}

@@ -117,15 +117,24 @@ def build_root(cfg: dict) -> None:
     bind(os.path.join(cfg["guest_dir"], "sudo.py"), "/usr/bin/sudo", attrs=linux.MOUNT_ATTR_NODEV)
 
 
+# Debian's package of the dock Ubuntu's own is made from, and Ubuntu's Ctrl+Alt+T (ubuntu/share/gnome-shell)
+EXTENSIONS = ("dash-to-dock@micxgx.gmail.com", "terminal-key@cua")
+UBUNTU = "/cua/ubuntu"  # what makes the desktop OSWorld's Ubuntu: its session mode, settings, apps by their names
+
+
 def session_env(cfg: dict) -> dict:
     venv_bin = os.path.join(cfg["venv"], "bin")
-    return {
+    env = {
         "HOME": "/home/user", "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
-        "PATH": f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "PATH": f"{UBUNTU}/bin:{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "LANG": "C.UTF-8", "DISPLAY": ":0", "XDG_RUNTIME_DIR": "/run/user/1000",
         "XDG_SESSION_TYPE": "x11", "XDG_CURRENT_DESKTOP": "openbox",
         "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus",
     }
+    if cfg["session"] == "gnome":  # as Ubuntu's session sets them
+        env.update(XDG_CURRENT_DESKTOP="ubuntu:GNOME", XDG_SESSION_DESKTOP="ubuntu", DESKTOP_SESSION="ubuntu",
+                   GNOME_SHELL_SESSION_MODE="ubuntu", XDG_DATA_DIRS=f"{UBUNTU}/share:/usr/local/share:/usr/share")
+    return env
 
 
 def _wait_connectable(path: str, timeout: float = 10.0) -> None:
@@ -158,17 +167,54 @@ def start_session(cfg: dict, log) -> None:
 
     # -noreset: by default X resets when its last client leaves, and a client that connects during the
     # reset (openbox, while AT-SPI's launcher hangs up) fails to open the display.
-    started(["Xvfb", ":0", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-noreset", "-displayfd"], "{}")
+    started(["Xvfb", ":0", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-noreset",
+             "+extension", "GLX", "-displayfd"], "{}")
     _wait_connectable("/tmp/.X11-unix/X0")
     started(["dbus-daemon", "--session", "--nofork", "--nopidfile",
              "--address=unix:path=/run/user/1000/bus"], "--print-address={}")
-    for argv in (["openbox", "--sm-disable"],
-                 ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"],
-                 ["gsettings", "set", "org.gnome.desktop.interface", "toolkit-accessibility", "true"]):
-        subprocess.Popen(argv, **as_user)
+    if cfg["session"] == "gnome":
+        start_gnome(as_user, log)
+    else:
+        for argv in (["openbox", "--sm-disable"],
+                     ["gsettings", "set", "org.gnome.desktop.interface", "toolkit-accessibility", "true"]):
+            subprocess.Popen(argv, **as_user)
+    subprocess.Popen(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], **as_user)
     subprocess.Popen([os.path.join(cfg["venv"], "bin", "python"), "/cua/executor.py"],
                      pass_fds=(cfg["ready_fd"],), **{**as_user, "env": {**env, "CUA_READY_FD": str(cfg["ready_fd"])}})
     os.close(cfg["ready_fd"])  # the executor holds the only copy: its death before "ready" is an EOF
+
+
+def start_gnome(as_user: dict, log) -> None:
+    """GNOME Shell as Ubuntu's session runs it on X11, without systemd or a display manager: a system
+    bus of the desktop's own (the shell's indicators need one), the image's settings compiled into
+    the user's dconf database, then the shell, then the settings daemons that turn keys into actions
+    (media keys) and settings into what apps draw (text scaling)."""
+    os.makedirs("/run/dbus", exist_ok=True)
+    subprocess.Popen(["dbus-daemon", "--config-file", f"{UBUNTU}/system-bus.conf", "--nofork", "--nopidfile"],
+                     stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    # A home that a session already used keeps its settings. The shell's one-time notice that the
+    # screen cannot lock (no display manager) is marked as shown: the image's screen never locks.
+    subprocess.run(["sh", "-c", "test -e ~/.config/dconf/user || { mkdir -p ~/.config/dconf ~/.local/share/gnome-shell"
+                    f" && dconf compile ~/.config/dconf/user {UBUNTU}/dconf"
+                    " && touch ~/.local/share/gnome-shell/lock-warning-shown; }"], check=True, **as_user)
+    subprocess.Popen(["gnome-shell", "--x11", "--mode=ubuntu"], **as_user)
+    _wait_for_shell(as_user)
+    for daemon in ("gsd-xsettings", "gsd-media-keys"):
+        subprocess.Popen([f"/usr/libexec/{daemon}"], **as_user)
+
+
+def _wait_for_shell(as_user: dict, timeout: float = 150.0) -> None:
+    """Until GNOME Shell has enabled the extensions of Ubuntu's session: the first screenshot shows
+    the dock, and Ctrl+Alt+T works from the first action."""
+    deadline = time.monotonic() + timeout
+    for uuid in EXTENSIONS:
+        ask = ["gdbus", "call", "--session", "--dest", "org.gnome.Shell", "--object-path", "/org/gnome/Shell",
+               "--method", "org.gnome.Shell.Extensions.GetExtensionInfo", uuid]
+        while "'state': <1.0>" not in subprocess.run(  # 1.0: ENABLED
+                ask, **{**as_user, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}, text=True).stdout:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"GNOME Shell did not start with its extension {uuid}")
+            time.sleep(0.05)
 
 
 def init_main(cfg: dict) -> None:

@@ -1,0 +1,152 @@
+"""cua's desktops are OSWorld's Ubuntu to an agent: GNOME's top bar and dock, Ctrl+Alt+T, the
+overview, the dock's menu, Files, window keys, text scaling, Chrome by its name. Each behaviour is
+proved through OSWorld's in-VM API alone, the way an agent's actions reach a desktop (pyautogui code
+through /execute, OSWorld's own command), on one real GNOME desktop."""
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
+from helpers.waiting import wait_for
+
+from cua_cli.envserver.desktop.desktop import LocalDesktop
+
+pytestmark = [needs_desktops, pytest.mark.slow]
+COMPONENT = "{https://accessibility.ubuntu.example.org/ns/component}"
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("gnome")
+    workdir.chmod(0o711)
+    d = LocalDesktop(workdir, "127.0.0.1", (1920, 1080), session="gnome")
+    try:
+        yield f"http://127.0.0.1:{d.port}"
+    finally:
+        d.close()
+    assert d.sandbox.processes() == []
+
+
+def act(url, code: str) -> None:
+    """An agent's step: pyautogui code, sent as OSWorld's client sends it."""
+    out = run(url, ["python", "-c", PREFIX + code])
+    assert out["returncode"] == 0, out
+
+
+def sh(url, script: str) -> str:
+    return run(url, script, shell=True)["output"]
+
+
+def windows(url) -> list[str]:
+    return [line.split(None, 3)[-1] for line in sh(url, "wmctrl -l").splitlines()]
+
+
+def on_screen(url) -> dict:
+    """What the accessibility tree shows, by name: the centre of each named, placed element."""
+    status, _, raw = request(url + "/accessibility")
+    assert status == 200, raw
+    found = {}
+    for node in ET.fromstring(json.loads(raw)["AT"]).iter():
+        where, size = node.get(f"{COMPONENT}screencoord"), node.get(f"{COMPONENT}size")
+        if node.get("name") and where and size:
+            (x, y), (w, h) = (tuple(map(int, v.strip("()").split(", "))) for v in (where, size))
+            if x >= 0 and y >= 0 and w > 0 and h > 0:
+                found.setdefault(node.get("name"), (x + w // 2, y + h // 2))
+    return found
+
+
+def close_all(url) -> None:
+    sh(url, "wmctrl -l | awk '{print $1}' | xargs -r -n1 wmctrl -i -c")
+    wait_for(lambda: windows(url) == [], 30, "every window to close")
+
+
+def test_the_screen_is_ubuntus_top_bar_dock_and_wallpaper(url):
+    shown = on_screen(url)
+    for name in ("Activities", "System", "Google Chrome", "Thunderbird", "LibreOffice Calc", "Files",
+                 "Show Applications"):
+        assert name in shown, (name, sorted(shown))
+    assert shown["Activities"][1] < 30 and shown["Google Chrome"][0] < 60, "the top bar above, the dock on the left"
+    status, _, png = request(url + "/screenshot")
+    assert status == 200 and png_size(png) == (1920, 1080)
+    assert "Overview" not in windows(url), "the session starts on the desktop, as Ubuntu's does, not in the overview"
+
+
+def test_ctrl_alt_t_opens_a_terminal_that_has_the_keyboard(url):
+    act(url, "pyautogui.hotkey('ctrl', 'alt', 't')")
+    wait_for(lambda: "Terminal" in windows(url), 60, "a terminal window")
+    act(url, "pyautogui.write('echo $((6*7)) > ~/answer.txt\\n', interval=0.02)")
+    wait_for(lambda: sh(url, "cat ~/answer.txt 2>/dev/null") == "42\n", 30, "the typed command to run")
+    close_all(url)
+
+
+def test_an_app_starts_from_the_overview_by_its_name(url):
+    act(url, "pyautogui.press('win')")
+    wait_for(lambda: "Overview" in on_screen(url), 60, "the overview")
+    act(url, "pyautogui.write('text editor', interval=0.05)")
+    wait_for(lambda: "gedit" in on_screen(url), 60, "the text editor (gedit) among the search results")
+    act(url, "pyautogui.press('enter')")
+    wait_for(lambda: any("gedit" in w for w in windows(url)), 60, "the text editor's window")
+
+
+def test_super_up_maximises_and_alt_f4_closes_the_focused_window(url):
+    if not any("gedit" in w for w in windows(url)):
+        run(url, ["gedit"])
+    wait_for(lambda: any("gedit" in w for w in windows(url)), 60, "the text editor's window")
+    act(url, "pyautogui.hotkey('win', 'up')")  # pyautogui's X11 keys know 'win', not 'super'
+    wait_for(lambda: "MAXIMIZED_VERT" in sh(url, "xprop -id $(xdotool getactivewindow) _NET_WM_STATE"), 30,
+             "the window maximised")
+    act(url, "pyautogui.hotkey('alt', 'f4')")
+    wait_for(lambda: not any("gedit" in w for w in windows(url)), 30, "the window closed")
+
+
+def test_the_docks_menu_unpins_a_favorite(url):
+    x, y = on_screen(url)["Thunderbird"]
+    act(url, f"pyautogui.rightClick({x}, {y})")
+    wait_for(lambda: "Unpin" in on_screen(url), 30, "the dock's menu")
+    ux, uy = on_screen(url)["Unpin"]
+    act(url, f"pyautogui.click({ux}, {uy})")
+    wait_for(lambda: "thunderbird" not in sh(url, "gsettings get org.gnome.shell favorite-apps"), 30,
+             "Thunderbird gone from the favorites")
+    assert "google-chrome.desktop" in sh(url, "gsettings get org.gnome.shell favorite-apps")
+
+
+def test_a_double_click_in_files_opens_a_file_in_its_app(url):
+    sh(url, "mkdir -p ~/Documents && echo hello > ~/Documents/hello.txt")
+    status, _, raw = request(url + "/setup/launch", "POST", {"command": ["nautilus", "/home/user/Documents"]})
+    assert status == 200, raw
+    wait_for(lambda: "hello.txt" in on_screen(url), 60, "the file's icon in Files")
+    x, y = on_screen(url)["hello.txt"]
+    # Files is a GTK 4 app: its accessibility tree places things within the window's frame, which
+    # starts past the window's shadow (_GTK_FRAME_EXTENTS) from where X has the window.
+    geometry = sh(url, "xdotool search --name '^Documents$' getwindowgeometry --shell")
+    left, _, top, _ = map(int, sh(url, "xprop -id $(xdotool search --name '^Documents$') _GTK_FRAME_EXTENTS")
+                          .split("=")[1].split(","))
+    origin = dict(line.split("=") for line in geometry.split())
+    x, y = x + int(origin["X"]) + left, y + int(origin["Y"]) + top
+    act(url, f"pyautogui.doubleClick({x}, {y})")
+    wait_for(lambda: any(w.startswith("hello.txt") and "gedit" in w for w in windows(url)), 60,
+             "hello.txt open in the text editor")
+    close_all(url)
+
+
+def test_a_larger_text_scaling_factor_reaches_what_apps_draw(url):
+    assert "Xft.dpi:\t96" in sh(url, "xrdb -query")
+    sh(url, "gsettings set org.gnome.desktop.interface text-scaling-factor 1.5")
+    wait_for(lambda: "Xft.dpi:\t144" in sh(url, "xrdb -query"), 30, "the settings daemon to scale text")
+    sh(url, "gsettings reset org.gnome.desktop.interface text-scaling-factor")
+
+
+def test_google_chrome_starts_by_its_name_with_its_debugging_port(url):
+    status, _, raw = request(url + "/setup/launch", "POST",
+                             {"command": ["google-chrome", "--remote-debugging-port=1337", "about:blank"]})
+    assert status == 200, raw
+    probe = "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:1337/json/version').read().decode())\""
+    wait_for(lambda: '"Browser"' in sh(url, probe + " 2>/dev/null"), 90, "Chrome's debugging port")
+    wait_for(lambda: windows(url), 60, "Chrome's window")
+    # OSWorld's tasks find its window by the name "Google Chrome"
+    status, _, raw = request(url + "/setup/activate_window", "POST", {"window_name": "Google Chrome"})
+    assert status == 200, raw
+    assert {"google-chrome", "chromium"} & set(os.path.basename(p) for p in sh(url, "ps -eo args=").split())
+    close_all(url)
