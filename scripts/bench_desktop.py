@@ -8,7 +8,7 @@
 - memory per desktop (RSS and PSS of every process of its namespace, plus its launcher), idle and with a
   gnome-terminal open; and how many desktops the machine holds (all started, all answering).
 
-    sudo .venv/bin/python scripts/bench_desktop.py [--actions 200] [--starts 5] [--fill 8]
+    sudo .venv/bin/python scripts/bench_desktop.py [--actions 200] [--starts 5] [--fill 8] [--session openbox]
 """
 
 import argparse
@@ -96,11 +96,13 @@ def main() -> None:
     ap.add_argument("--actions", type=int, default=200)
     ap.add_argument("--starts", type=int, default=5)
     ap.add_argument("--fill", type=int, default=8, help="desktops to hold at once for the capacity check")
+    ap.add_argument("--session", choices=["gnome", "openbox"], default="gnome")
     args = ap.parse_args()
     os.environ.setdefault(TOKEN_ENV, os.urandom(8).hex())
     rows, notes = [], []
 
-    server = make_server("127.0.0.1", 0, TOKEN_ENV, max_desktops=max(args.fill, 2), warm=0)
+    server = make_server("127.0.0.1", 0, TOKEN_ENV, max_desktops=max(args.fill, 2), warm=0,
+                         session=args.session)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     main_api = Client(server.server_address[1])
     try:
@@ -161,7 +163,7 @@ def main() -> None:
         server.server_close()
         server.close_all()
 
-    warm_server = make_server("127.0.0.1", 0, TOKEN_ENV, max_desktops=2, warm=1)
+    warm_server = make_server("127.0.0.1", 0, TOKEN_ENV, max_desktops=2, warm=1, session=args.session)
     threading.Thread(target=warm_server.serve_forever, daemon=True).start()
     warm_api = Client(warm_server.server_address[1])
     try:

@@ -27,11 +27,12 @@ done
 # The apps of OSWorld's tasks that the desktops have, without what Debian merely recommends (for
 # LibreOffice: Java, help, every language): LibreOffice's spreadsheets, slides and documents, GIMP, VLC,
 # Thunderbird, Files, Settings, the text editor, the clipboard tools; and the session of OSWorld's
-# Ubuntu image: GNOME Shell with Ubuntu's dock and Yaru theme, its settings daemons, dconf.
+# Ubuntu image: GNOME Shell with Ubuntu's dock and Yaru theme, its settings daemons, dconf; ffmpeg for
+# the screen recordings of OSWorld's /start_recording.
 APP_PKGS=()
 for pkg in libreoffice-calc libreoffice-impress libreoffice-writer gimp vlc thunderbird nautilus \
            gnome-control-center gedit xsel xclip gnome-shell gnome-shell-extension-dashtodock \
-           gnome-settings-daemon yaru-theme-gnome-shell yaru-theme-gtk yaru-theme-icon dconf-cli; do
+           gnome-settings-daemon yaru-theme-gnome-shell yaru-theme-gtk yaru-theme-icon dconf-cli ffmpeg; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
         APP_PKGS+=("$pkg")
     fi

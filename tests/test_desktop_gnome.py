@@ -5,6 +5,7 @@ through /execute, OSWorld's own command), on one real GNOME desktop."""
 
 import json
 import os
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -150,3 +151,19 @@ def test_google_chrome_starts_by_its_name_with_its_debugging_port(url):
     assert status == 200, raw
     assert {"google-chrome", "chromium"} & set(os.path.basename(p) for p in sh(url, "ps -eo args=").split())
     close_all(url)
+
+
+def test_a_recording_of_the_screen_is_a_playable_mp4(url, tmp_path):
+    assert request(url + "/end_recording", "POST", {})[0] == 400, "nothing is being recorded"
+    assert request(url + "/start_recording", "POST", {})[0] == 200
+    assert request(url + "/start_recording", "POST", {})[0] == 400, "one recording at a time, as OSWorld's"
+    for x in (200, 900, 1600):
+        act(url, f"pyautogui.moveTo({x}, 500, duration=0.3)")
+    status, kind, video = request(url + "/end_recording", "POST", {})
+    assert status == 200 and kind == "video/mp4", video[:200]
+    (tmp_path / "rec.mp4").write_bytes(video)
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration:stream=width,height",
+                            "-of", "json", str(tmp_path / "rec.mp4")], capture_output=True, text=True, check=True)
+    info = json.loads(probe.stdout)
+    assert float(info["format"]["duration"]) > 0.5
+    assert (info["streams"][0]["width"], info["streams"][0]["height"]) == (1920, 1080)

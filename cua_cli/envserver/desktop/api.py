@@ -32,6 +32,8 @@ ROUTES = {
     "/window_size": ("POST", "window_size", ("app_class_name",)),
     "/desktop_path": ("POST", "desktop_path", ()),
     "/wallpaper": ("POST", "wallpaper", ()),
+    "/start_recording": ("POST", "start_recording", ()),
+    "/end_recording": ("POST", "end_recording", ()),
 }
 
 

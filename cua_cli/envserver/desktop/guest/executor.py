@@ -21,6 +21,7 @@ import threading
 import time
 
 import wire
+from recording import Recorder
 
 HOME = os.path.expanduser("~")
 SOCKET = "/run/cua/exec.sock"
@@ -126,6 +127,7 @@ class Executor:
         self.screen_lock = threading.Lock()
         self._mss = None
         self._xdisplay = None
+        self.recorder = Recorder()
 
     # -- /execute ---------------------------------------------------------------------------------
     def execute(self, req: dict, body: bytes) -> dict:
@@ -200,6 +202,13 @@ class Executor:
                 self._xdisplay = Display(os.environ["DISPLAY"])
             s = self._xdisplay.screen()
             return {"http": 200, "json": {"width": s.width_in_pixels, "height": s.height_in_pixels}}
+
+    def start_recording(self, req: dict, body: bytes) -> dict:
+        size = self.screen_size({}, b"")["json"]
+        return self.recorder.start(size["width"], size["height"])
+
+    def end_recording(self, req: dict, body: bytes) -> dict:
+        return self.recorder.stop()
 
     def cursor_position(self, req: dict, body: bytes) -> dict:
         with self.screen_lock:
