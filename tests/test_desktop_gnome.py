@@ -3,12 +3,14 @@ overview, the dock's menu, Files, window keys, text scaling, Chrome by its name.
 proved through OSWorld's in-VM API alone, the way an agent's actions reach a desktop (pyautogui code
 through /execute, OSWorld's own command), on one real GNOME desktop."""
 
+import io
 import json
 import os
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
+from PIL import Image
 from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
 from helpers.waiting import wait_for
 
@@ -19,15 +21,20 @@ COMPONENT = "{https://accessibility.ubuntu.example.org/ns/component}"
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory):
+def desktop(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("gnome")
     workdir.chmod(0o711)
     d = LocalDesktop(workdir, "127.0.0.1", (1920, 1080), session="gnome")
     try:
-        yield f"http://127.0.0.1:{d.port}"
+        yield d
     finally:
         d.close()
     assert d.sandbox.processes() == []
+
+
+@pytest.fixture(scope="module")
+def url(desktop):
+    return f"http://127.0.0.1:{desktop.port}"
 
 
 def act(url, code: str) -> None:
@@ -71,6 +78,8 @@ def test_the_screen_is_ubuntus_top_bar_dock_and_wallpaper(url):
     assert shown["Activities"][1] < 30 and shown["Google Chrome"][0] < 60, "the top bar above, the dock on the left"
     status, _, png = request(url + "/screenshot")
     assert status == 200 and png_size(png) == (1920, 1080)
+    picture = Image.open(io.BytesIO(png)).convert("RGB")
+    assert picture.getpixel((960, 540)) != (0, 0, 0), "the shell has drawn its wallpaper before the desktop is ready"
     assert "Overview" not in windows(url), "the session starts on the desktop, as Ubuntu's does, not in the overview"
 
 
@@ -139,17 +148,20 @@ def test_a_larger_text_scaling_factor_reaches_what_apps_draw(url):
     sh(url, "gsettings reset org.gnome.desktop.interface text-scaling-factor")
 
 
-def test_google_chrome_starts_by_its_name_with_its_debugging_port(url):
+def test_google_chrome_starts_by_its_name_with_its_debugging_port_published_to_the_host(desktop, url):
     status, _, raw = request(url + "/setup/launch", "POST",
                              {"command": ["google-chrome", "--remote-debugging-port=1337", "about:blank"]})
     assert status == 200, raw
     probe = "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:1337/json/version').read().decode())\""
     wait_for(lambda: '"Browser"' in sh(url, probe + " 2>/dev/null"), 90, "Chrome's debugging port")
-    wait_for(lambda: windows(url), 60, "Chrome's window")
+    wait_for(lambda: any("Chromium" in w for w in windows(url)), 60, "Chrome's window")
     # OSWorld's tasks find its window by the name "Google Chrome"
     status, _, raw = request(url + "/setup/activate_window", "POST", {"window_name": "Google Chrome"})
     assert status == 200, raw
     assert {"google-chrome", "chromium"} & set(os.path.basename(p) for p in sh(url, "ps -eo args=").split())
+    # As OSWorld's VMs publish Chrome's port (9222), for the getters that reach Chrome over CDP
+    status, _, raw = request(f"http://127.0.0.1:{desktop.published.ports['chromium']}/json/version")
+    assert status == 200 and json.loads(raw)["Browser"].startswith("Chrome/"), raw
     close_all(url)
 
 
@@ -167,3 +179,21 @@ def test_a_recording_of_the_screen_is_a_playable_mp4(url, tmp_path):
     info = json.loads(probe.stdout)
     assert float(info["format"]["duration"]) > 0.5
     assert (info["streams"][0]["width"], info["streams"][0]["height"]) == (1920, 1080)
+
+
+def test_vlcs_web_port_is_published_and_only_while_something_listens_there(desktop, url):
+    published = f"http://127.0.0.1:{desktop.published.ports['vlc']}/"
+    try:
+        request(published, timeout=10)
+        raise AssertionError("nothing listens on 8080 inside yet: the connection must close")
+    except OSError:
+        pass
+    sh(url, "cd /tmp && (python3 -m http.server 8080 --bind 127.0.0.1 >/dev/null 2>&1 &)")
+    wait_for(lambda: _answers(published), 30, "the desktop's port 8080 through the host's")
+
+
+def _answers(address) -> bool:
+    try:
+        return request(address, timeout=10)[0] == 200
+    except OSError:
+        return False

@@ -78,8 +78,9 @@ class DartHandler(APIHandler):
     def _describe(lease, token: str) -> dict:
         d = lease.desktop
         # No VNC, Chrome or VLC port is forwarded out of a desktop (it has no network): null.
-        return {"emulator_id": d.id, "server_port": d.port, "vnc_port": None, "chromium_port": None,
-                "vlc_port": None, "token": token, "start_time": lease.started_at}
+        return {"emulator_id": d.id, "server_port": d.port, "vnc_port": None,
+                "chromium_port": d.published.ports["chromium"], "vlc_port": d.published.ports["vlc"], "token": token,
+                "start_time": lease.started_at}
 
     def _authorize(self, fields: dict) -> str:
         given = self.headers.get("Authorization", "").strip()

@@ -9,6 +9,7 @@ from pathlib import Path
 from cua_cli.envserver.desktop.api import DesktopHandler
 from cua_cli.envserver.desktop.client import ExecutorClient
 from cua_cli.envserver.desktop.httpbase import APIServer
+from cua_cli.envserver.desktop.ports import PublishedPorts
 from cua_cli.envserver.desktop.sandbox import Sandbox
 
 
@@ -22,6 +23,11 @@ class LocalDesktop:
         self.executor = ExecutorClient(self.sandbox.socket_path)
         try:
             self.api = APIServer((host, 0), DesktopHandler)
+            try:
+                self.published = PublishedPorts(host, Path(self.sandbox.socket_path).parent)
+            except BaseException:
+                self.api.server_close()
+                raise
         except BaseException:
             self.sandbox.kill()
             raise
@@ -46,5 +52,6 @@ class LocalDesktop:
         """Stop serving its API, then kill every process of the desktop and remove its files."""
         self.api.shutdown()
         self.api.server_close()
+        self.published.close()
         self.executor.close()
         self.sandbox.kill()

@@ -10,6 +10,7 @@ import sys
 from xml.etree import ElementTree as ET
 
 import pyatspi
+from gi.repository import GLib
 
 NS = {name: f"https://accessibility.ubuntu.example.org/ns/{path}" for name, path in (
     ("st", "state"), ("attr", "attributes"), ("cp", "component"), ("doc", "document"),
@@ -68,7 +69,10 @@ def tree() -> dict:
     root = ET.Element("desktop-frame", {f"{{{NS['st']}}}showing": "true"})
     for app in desktop:
         if app is not None:
-            root.append(element(app, 1))
+            try:
+                root.append(element(app, 1))
+            except GLib.GError:  # an app too busy to answer in time is left out, not the whole tree
+                pass
     return {"AT": ET.tostring(root, encoding="unicode")}
 
 

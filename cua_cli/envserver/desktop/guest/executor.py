@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 
+import ports
 import wire
 from recording import Recorder
 
@@ -398,6 +399,7 @@ def main() -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(SOCKET)
     server.listen(64)
+    ports.publish()
     _wait_for_window_manager()  # wmctrl-based routes need it
     executor.screenshot({}, b"")  # warm the grab and the encoder before saying ready
     ready_fd = int(os.environ.pop("CUA_READY_FD"))

@@ -117,8 +117,9 @@ def build_root(cfg: dict) -> None:
     bind(os.path.join(cfg["guest_dir"], "sudo.py"), "/usr/bin/sudo", attrs=linux.MOUNT_ATTR_NODEV)
 
 
-# Debian's package of the dock Ubuntu's own is made from, and Ubuntu's Ctrl+Alt+T (ubuntu/share/gnome-shell)
-EXTENSIONS = ("dash-to-dock@micxgx.gmail.com", "terminal-key@cua")
+# Debian's package of the dock Ubuntu's own is made from, and cua's own (ubuntu/share/gnome-shell)
+EXTENSIONS = ("dash-to-dock@micxgx.gmail.com", "session@cua")
+SHELL_STARTED = "/run/user/1000/shell-started"  # written by session@cua once the shell's startup is complete
 UBUNTU = "/cua/ubuntu"  # what makes the desktop OSWorld's Ubuntu: its session mode, settings, apps by their names
 
 
@@ -204,9 +205,13 @@ def start_gnome(as_user: dict, log) -> None:
 
 
 def _wait_for_shell(as_user: dict, timeout: float = 150.0) -> None:
-    """Until GNOME Shell has enabled the extensions of Ubuntu's session: the first screenshot shows
-    the dock, and Ctrl+Alt+T works from the first action."""
+    """Until GNOME Shell's startup is complete with the extensions of Ubuntu's session enabled: the
+    first screenshot shows the whole desktop, and keys (Ctrl+Alt+T) work from the first action."""
     deadline = time.monotonic() + timeout
+    while not os.path.exists(SHELL_STARTED):
+        if time.monotonic() > deadline:
+            raise RuntimeError("GNOME Shell did not complete its startup")
+        time.sleep(0.05)
     for uuid in EXTENSIONS:
         ask = ["gdbus", "call", "--session", "--dest", "org.gnome.Shell", "--object-path", "/org/gnome/Shell",
                "--method", "org.gnome.Shell.Extensions.GetExtensionInfo", uuid]
