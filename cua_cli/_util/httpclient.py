@@ -18,20 +18,12 @@ what the protocol answers).
 
 A request's `timeout` is a deadline for all of it: connecting, sending, every
 read, interim answers and trailers. A server that answers a byte at a time
-holds it no longer than one that does not answer. The name lookup of a host
-name is the system resolver's and is not bounded.
-
-Once connected, a socket stays non-blocking: a send or recv is tried at once
-and only one that would block waits, in poll() with what is left of the
-deadline. Every call into the kernel lets go of the GIL, and with hundreds of
-threads waiting for it, each let-go costs a switch to another thread and
-back: a socket timeout set before each operation (one ioctl) and CPython's
-own poll before each timed operation made three of them per operation where
-one does (scripts/bench_rollout.py, docs/design/runner.md).
+holds it no longer than one that does not answer. Each socket operation gets
+what is left (one settimeout before each send or recv that waits). The name
+lookup of a host name is the system resolver's and is not bounded.
 """
 
 import json as jsonlib
-import math
 import select
 import socket
 import ssl
@@ -203,7 +195,6 @@ class _Connection:
             if self.scheme == "https":
                 sock.settimeout(_left(deadline))  # the whole handshake: ssl keeps one deadline for it
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
-            sock.setblocking(False)  # from here on every wait is _wait's
         except (OSError, UnicodeError) as e:  # UnicodeError: a host name IDNA refuses (an empty or long label)
             if sock is not None:
                 sock.close()
@@ -219,34 +210,16 @@ class _Connection:
         self.sock, self.buf = None, b""
 
     def send(self, data: bytes) -> None:
-        """sendall, by the deadline."""
+        """sendall, by the deadline: ssl's sendall would give each of its sends the whole timeout."""
         with memoryview(data) as view:
             sent = 0
             while sent < len(view):
-                _left(self.deadline)  # a server that takes a byte at a time is never waited for
-                try:
-                    sent += self.sock.send(view[sent:])
-                except (BlockingIOError, ssl.SSLWantWriteError):
-                    self._wait(select.POLLOUT)
-                except ssl.SSLWantReadError:  # TLS may need to read first (a renegotiation)
-                    self._wait(select.POLLIN)
+                self.sock.settimeout(_left(self.deadline))
+                sent += self.sock.send(view[sent:])
 
     def _recv(self, size: int) -> bytes:
-        while True:
-            _left(self.deadline)  # a server that sends a byte at a time is never waited for
-            try:
-                return self.sock.recv(size)
-            except (BlockingIOError, ssl.SSLWantReadError):
-                self._wait(select.POLLIN)
-            except ssl.SSLWantWriteError:
-                self._wait(select.POLLOUT)
-
-    def _wait(self, event: int) -> None:
-        """Until the socket is ready for `event` (or failed: the next try says how); TimeoutError at the deadline."""
-        poll = select.poll()
-        poll.register(self.sock, event)
-        if not poll.poll(math.ceil(_left(self.deadline) * 1000)):
-            raise TimeoutError
+        self.sock.settimeout(_left(self.deadline))
+        return self.sock.recv(size)
 
     def _fill(self, need: int) -> None:
         """Read until at least `need` bytes are buffered."""
