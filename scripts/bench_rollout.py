@@ -264,7 +264,7 @@ def main():
     ap.add_argument("--compare", action="store_true",
                     help="play the baseline file's setting and say how far CPU per step moved from it")
     ap.add_argument("--save-baseline", action="store_true",
-                    help="play the baseline file's setting (or the one given) and write the baseline from it")
+                    help="write the baseline file from the runs of the setting given")
     ap.add_argument("--repeat", type=int, default=1, help="runs in a row (the median is compared)")
     ap.add_argument("--baseline", default=str(BASELINE), help="the baseline file")
     ap.add_argument("--role", help=argparse.SUPPRESS)
@@ -274,8 +274,6 @@ def main():
     baseline = json.loads(Path(args.baseline).read_text()) if args.compare else None
     if baseline:
         vars(args).update(baseline["setting"])
-    elif args.save_baseline and Path(args.baseline).exists() and "--envs" not in sys.argv:
-        vars(args).update(json.loads(Path(args.baseline).read_text())["setting"])
     args.episodes = args.episodes or 4 * args.envs
     runs = []
     for _ in range(args.repeat):
