@@ -18,6 +18,14 @@ the peak memory of cua's processes.
     .venv/bin/python scripts/bench_rollout.py --envs 256 --size 1280x720 --history 3 --processes 4
     .venv/bin/python scripts/bench_rollout.py --envs 256 --backend ray
     .venv/bin/python scripts/bench_rollout.py --envs 64 --sample-s 0      (no load sampling: its overhead)
+    .venv/bin/python scripts/bench_rollout.py --compare --repeat 3       (CPU per step against the baseline)
+
+--compare plays the setting the baseline file (scripts/bench_rollout_baseline.json)
+was taken in (1,024 concurrent episodes) --repeat times and says how far the
+median CPU per step moved from the baseline's; --save-baseline writes that file
+from the runs. CPU per step is the figure to compare: on a shared machine the
+ratio to ideal follows the load, CPU per step far less. Every figure is printed
+with the load average of the minute before the run.
 
 With --backend ray, `cua rollout` drives runner actors on a local 3-node Ray
 cluster (Ray's test utility: a head without CPUs and two 1-CPU nodes); the
@@ -31,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -44,6 +53,10 @@ from PIL import Image
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
+BASELINE = ROOT / "scripts" / "bench_rollout_baseline.json"
+# What a baseline is taken in: a comparison plays the same.
+SETTING = ("envs", "episodes", "steps", "env_delay", "model_delay", "size", "png_kb", "history", "processes",
+           "backend", "no_uuid", "dir", "sample_s")
 ANSWER = "Thought: bench.\nAction: click(start_box='(100,100)')"
 
 
@@ -206,6 +219,18 @@ def _ray_cpu(procs: dict, skip: set) -> tuple[float, float]:
     return actors, rest
 
 
+def _cpu(pids: set) -> float:
+    """CPU seconds (user + system) of the processes `pids` (the stand-ins: they share the machine with cua)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def _cmdline(p: psutil.Process) -> list[str]:
     try:
         return p.cmdline()
@@ -214,7 +239,7 @@ def _cmdline(p: psutil.Process) -> list[str]:
 
 
 def _at(samples: list[tuple[float, tuple]], t: float) -> tuple:
-    """The (user, system, main process) CPU seconds sampled closest to wall time `t`."""
+    """The CPU seconds sampled closest to wall time `t` (see the sampling loop for what each is)."""
     return min(samples, key=lambda s: abs(s[0] - t))[1]
 
 
@@ -236,16 +261,50 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the run folder (removed by default: it is large)")
     ap.add_argument("--sample-s", type=float, default=0.5,
                     help="runner.sample_s: how often the model server's /metrics is sampled (0: never)")
+    ap.add_argument("--compare", action="store_true",
+                    help="play the baseline file's setting and say how far CPU per step moved from it")
+    ap.add_argument("--save-baseline", action="store_true",
+                    help="write the baseline file from the runs of the setting given")
+    ap.add_argument("--repeat", type=int, default=1, help="runs in a row (the median is compared)")
+    ap.add_argument("--baseline", default=str(BASELINE), help="the baseline file")
     ap.add_argument("--role", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role:
         return serve(args.role, args)
-    episodes = args.episodes or 4 * args.envs
+    baseline = json.loads(Path(args.baseline).read_text()) if args.compare else None
+    if baseline:
+        vars(args).update(baseline["setting"])
+    args.episodes = args.episodes or 4 * args.envs
+    runs = []
+    for _ in range(args.repeat):
+        runs.append(one_run(args))
+        print(tabulate(runs[-1]["table"], tablefmt="simple_outline"), flush=True)
+    cpu = statistics.median(r["cpu_ms"] for r in runs)
+    if baseline:
+        base, low, high = statistics.median(baseline["cpu_ms"]), min(baseline["cpu_ms"]), max(baseline["cpu_ms"])
+        verdict = ("within the baseline's spread" if low <= cpu <= high else
+                   "dearer than every baseline run" if cpu > high else "cheaper than every baseline run")
+        print(f"CPU per step: median {cpu:.2f} ms of {[r['cpu_ms'] for r in runs]} against the baseline's "
+              f"{base:.2f} ms of {baseline['cpu_ms']} ({baseline['commit']}): {cpu - base:+.2f} ms "
+              f"({(cpu - base) / base:+.0%}), {verdict}; ratio to ideal {[r['ratio'] for r in runs]} against "
+              f"{baseline['ratio']}; load average {[r['load'] for r in runs]} against {baseline['load']}")
+    if args.save_baseline:
+        Path(args.baseline).write_text(json.dumps({
+            "setting": {k: getattr(args, k) for k in SETTING},
+            "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                     text=True).stdout.strip(),
+            "cpu_ms": [r["cpu_ms"] for r in runs], "ratio": [r["ratio"] for r in runs],
+            "load": [r["load"] for r in runs]}, indent=2) + "\n")
 
+
+def one_run(args) -> dict:
+    """One rollout against fresh stand-ins: its figures, and their table."""
     # Each stand-in in its own process, so it never competes with cua (or the other) for a GIL.
     servers, ports = [], {}
+    setting = [f"--size={args.size}", f"--png-kb={args.png_kb}", f"--env-delay={args.env_delay}",
+               f"--model-delay={args.model_delay}"]
     for role in ("env", "model"):
-        p = subprocess.Popen([sys.executable, __file__, *sys.argv[1:], "--role", role], stdout=subprocess.PIPE,
+        p = subprocess.Popen([sys.executable, __file__, *setting, "--role", role], stdout=subprocess.PIPE,
                              start_new_session=True)
         servers.append(p)
         ports[role] = int(p.stdout.readline())
@@ -261,8 +320,8 @@ def main():
             cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
     try:
-        run_bench(args, episodes, work, env_url, model_url, cluster.address if cluster else None,
-                  {p.pid for p in servers})
+        return run_bench(args, args.episodes, work, env_url, model_url, cluster.address if cluster else None,
+                         {p.pid for p in servers})
     finally:
         if cluster:
             cluster.shutdown()
@@ -273,7 +332,7 @@ def main():
 
 
 def run_bench(args, episodes: int, work: Path, env_url: str, model_url: str, ray_address: str | None,
-              stand_ins: set) -> None:
+              stand_ins: set) -> dict:
     tasks = work / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"task_id": f"bench-{i}", "domain": "bench"}) + "\n"
                              for i in range(episodes)))
@@ -290,7 +349,9 @@ model: {{provider: openai, endpoints: ["{model_url}/v1"]{', image_uuids: false' 
 agent: {{history_images: {args.history}}}
 runner: {{num_envs: {args.envs}, max_steps: {args.steps}, sample_s: {args.sample_s}{processes}{ray}}}
 """)
-    cmd = [str(ROOT / ".venv/bin/cua"), "rollout", str(config)]
+    # This interpreter runs cua: the checkout's own venv, or another checkout's with PYTHONPATH set.
+    cmd = [sys.executable, "-m", "cua_cli", "rollout", str(config)]
+    load = os.getloadavg()[0]  # of the minute before the run: the machine's other work
     start = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     ps = psutil.Process(proc.pid)
@@ -303,7 +364,7 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}, sample_s: {args.sample
             main = sum(tree[0][1]) if tree else 0.0
             ray = (_ray_cpu(ray_procs, stand_ins | {ps.pid, *(p.pid for p in ps.children(recursive=True))})
                    if ray_address else (0.0, 0.0))
-            samples.append((time.time(), (*map(sum, zip(*(c for _, c in tree))), main, *ray)))
+            samples.append((time.time(), (*map(sum, zip(*(c for _, c in tree))), main, *ray, _cpu(stand_ins))))
             time.sleep(0.25)
     finally:
         if proc.poll() is None:  # interrupted: stop the rollout and its runners with us
@@ -323,8 +384,8 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}, sample_s: {args.sample
     steady_steps = sum(lo <= t < hi for t in times)
     steady = steady_steps / (hi - lo)
     ideal = args.envs / (args.env_delay + args.model_delay)
-    user, system, main, actors, ray_rest = ((b - a) / steady_steps * 1000
-                                            for a, b in zip(_at(samples, lo), _at(samples, hi)))
+    user, system, main, actors, ray_rest, standins = ((b - a) / steady_steps * 1000
+                                                      for a, b in zip(_at(samples, lo), _at(samples, hi)))
     requests = max(stats.get("requests", 0), 1)
     rows = [["concurrent episodes", args.envs], ["runner processes", runners],
             ["screenshot", f"{args.size}, {env_stats.get('png_bytes', 0) // 1024} KB"],
@@ -335,12 +396,15 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}, sample_s: {args.sample
             ["  of which the main process", f"{main:.2f}"],
             *([["Ray runner actors CPU per step (ms)", f"{actors:.2f}"],
                ["Ray's own processes CPU per step (ms)", f"{ray_rest:.2f}"]] if ray_address else []),
+            ["stand-ins' CPU per step (ms)", f"{standins:.2f}"],
             ["model request MB per step", f"{stats.get('request_bytes', 0) / requests / 2**20:.3f}"],
             ["images sent with data / by uuid", f"{stats.get('images_with_data')} / {stats.get('images_by_uuid')}"],
             ["cache misses answered", stats.get("cache_misses")],
             ["/metrics samples (runner.sample_s)", f"{stats.get('metrics_requests')} ({args.sample_s:g} s)"],
-            ["peak RSS, all cua processes (GiB)", f"{peak / 2**30:.2f}"]]
-    print(tabulate(rows, tablefmt="simple_outline"))
+            ["peak RSS, all cua processes (GiB)", f"{peak / 2**30:.2f}"],
+            ["load average before the run (1 min)", f"{load:.2f}"]]
+    return {"table": rows, "cpu_ms": round(user + system, 2), "ratio": round(steady / ideal, 3),
+            "load": round(load, 2)}
 
 
 if __name__ == "__main__":
