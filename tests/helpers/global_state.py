@@ -79,4 +79,3 @@ def pytest_sessionfinish(session):
         sys.stderr.write("\nThe test session left the test runner changed:\n"
                          + "".join(f"  - {line}\n" for line in found))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.processes import kill_group
+from cua_cli._util.procgroup import kill_group as stop_group
 
 OBJECT_STORE = 80 << 20  # Ray's smallest store: the tests move screenshots, not datasets
 TESTS = Path(__file__).resolve().parent.parent
@@ -52,14 +52,14 @@ class RayCluster:
 
     def shutdown(self) -> None:
         try:
-            if self._proc.poll() is None:
-                self._ask("shutdown")
-                self._proc.wait(60)
+            self._ask("shutdown")  # answered once Ray's nodes are down
         finally:
             self._kill()
 
     def _kill(self) -> None:
-        kill_group(self._proc)  # whatever of Ray's processes outlived the shutdown
+        """The child and whatever of Ray's processes outlived it. The group is stopped before the
+        child is reaped: while it is unreaped, its pid (the group's id) is nobody else's."""
+        stop_group(self._proc.pid, 0.0)
         self._proc.wait()
 
     def _ask(self, op: str, **args) -> dict:

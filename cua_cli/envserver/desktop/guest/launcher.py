@@ -117,9 +117,8 @@ def build_root(cfg: dict) -> None:
     bind(os.path.join(cfg["guest_dir"], "sudo.py"), "/usr/bin/sudo", attrs=linux.MOUNT_ATTR_NODEV)
 
 
-# Debian's package of the dock Ubuntu's own is made from, and cua's own (ubuntu/share/gnome-shell)
-EXTENSIONS = ("dash-to-dock@micxgx.gmail.com", "session@cua")
-SHELL_STARTED = "/run/user/1000/shell-started"  # written by session@cua once the shell's startup is complete
+DOCK = "dash-to-dock@micxgx.gmail.com"  # Debian's package of the dock Ubuntu's own is made from
+SHELL_STARTED = "/run/user/1000/shell-started"  # written by cua's session@cua once the shell's startup is complete
 UBUNTU = "/cua/ubuntu"  # what makes the desktop OSWorld's Ubuntu: its session mode, settings, apps by their names
 
 
@@ -212,14 +211,14 @@ def _wait_for_shell(as_user: dict, timeout: float = 150.0) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError("GNOME Shell did not complete its startup")
         time.sleep(0.05)
-    for uuid in EXTENSIONS:
-        ask = ["gdbus", "call", "--session", "--dest", "org.gnome.Shell", "--object-path", "/org/gnome/Shell",
-               "--method", "org.gnome.Shell.Extensions.GetExtensionInfo", uuid]
-        while "'state': <1.0>" not in subprocess.run(  # 1.0: ENABLED
-                ask, **{**as_user, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}, text=True).stdout:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"GNOME Shell did not start with its extension {uuid}")
-            time.sleep(0.05)
+    # session@cua wrote the file, so it is enabled; the dock is asked for (an extension that fails stays off)
+    ask = ["gdbus", "call", "--session", "--dest", "org.gnome.Shell", "--object-path", "/org/gnome/Shell",
+           "--method", "org.gnome.Shell.Extensions.GetExtensionInfo", DOCK]
+    while "'state': <1.0>" not in subprocess.run(  # 1.0: ENABLED
+            ask, **{**as_user, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}, text=True).stdout:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"GNOME Shell did not start with its extension {DOCK}")
+        time.sleep(0.05)
 
 
 def init_main(cfg: dict) -> None:
