@@ -312,6 +312,7 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, session, 
       curl -X POST localhost:8100/create    # then /reset {"env_idx": 0, "seed": 0, "idx": 150}
       CUA_ENV_TOKEN=secret cua env-server --backend desktop --port 50003 --max-envs 4 --warm 2
       curl -H "Authorization: Bearer $CUA_ENV_TOKEN" -X POST localhost:50003/start_emulator
+      CUA_ENV_TOKEN=secret cua env-server --backend desktop --session openbox   # bare, not Ubuntu's GNOME
     """
     from .envserver.agentgym_webarena import DEFAULT_SEEDS, parse_seeds, parse_tasks
 
