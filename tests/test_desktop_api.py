@@ -109,6 +109,7 @@ def test_a_launched_window_is_found_activated_and_closed(url):
     assert request(url + "/setup/activate_window", "POST", {"window_name": "CuaTerm", "by_class": True})[0] == 200
     assert request(url + "/setup/close_window", "POST", {"window_name": "CuaTerm", "by_class": True})[0] == 200
     assert wait_for(lambda: "CuaTerm" not in run(url, ["wmctrl", "-lx"])["output"])
+    assert request(url + "/setup/activate_window", "POST", {"window_name": "CuaTerm", "by_class": True})[0] == 404
 
 
 def test_accessibility_tree_is_xml_from_at_spi(url):

@@ -242,6 +242,10 @@ def test_window_steps_and_wallpaper(ctx, vm):
                {"type": "close_window", "parameters": {"window_name": "vlc", "by_class": True}},
                {"type": "change_wallpaper", "parameters": {"path": "~/w.png"}}], ctx, budget())
     assert vm.desktop.calls[-3:] == ["/setup/activate_window", "/setup/close_window", "/setup/change_wallpaper"]
+    # A window that is not there (OSWorld's server: 404) is no setup error: OSWorld's client logs it and goes on
+    run_steps([{"type": "activate_window", "parameters": {"window_name": "No such window"}},
+               {"type": "change_wallpaper", "parameters": {"path": "~/w.png"}}], ctx, budget())
+    assert vm.desktop.calls[-2:] == ["/setup/activate_window", "/setup/change_wallpaper"]
 
 
 # -- the evaluator

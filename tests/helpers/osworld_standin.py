@@ -186,8 +186,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, "File opened successfully", "text/html")
 
     def r_setup_activate_window(self):
-        if not self._json().get("window_name"):
+        name = self._json().get("window_name")
+        if not name:
             return self._send(400, "window_name required", "text/html")
+        if name == "No such window":
+            return self._send(404, f"Window {name} not found (empty results)", "text/html")
         self._send(200, "Window activated successfully", "text/html")
 
     def r_setup_close_window(self):

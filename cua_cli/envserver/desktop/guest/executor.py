@@ -286,6 +286,8 @@ class Executor:
         if result.returncode and not req.get("by_class") and BRAND in name:
             result = subprocess.run(argv + [name.replace(BRAND, BRAND_HERE)], capture_output=True, text=True,
                                     check=False)
+        if result.returncode == 1:  # wmctrl: no window matched; OSWorld's server answers 404
+            return {"http": 404, "text": f"Window {name} not found"}
         if result.returncode:
             return {"http": 500, "text": f"Failed to {action} window {name}: {result.stderr.strip()}"}
         return {"http": 200, "text": done}
