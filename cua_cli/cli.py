@@ -111,6 +111,7 @@ def rollout(config, overrides, resume, watch, fleet_file, ray_address):
             ["mean steps", f"{s['mean_steps']:.1f}" if s["mean_steps"] is not None else "-"],
             ["errors by stop reason",
              ", ".join(f"{k}={v}" for k, v in sorted(s["errors_by_stop_reason"].items())) or "-"],
+            *([["failures at a desktop limit", s["desktop_limits"]]] if s.get("desktop_limits") else []),
             ["wall time", f"{out.wall_s:.1f} s"],
             ["time use", _time_use(out.timing)],
             ["more", f"cua stats {out.run.path} --by domain   (--timing: where the time went)"]]
@@ -288,6 +289,16 @@ def envs_gc(run_dir):
 @click.option("--session", type=click.Choice(["gnome", "openbox"]), default="gnome", show_default=True,
               help="desktop: gnome is Ubuntu's GNOME as on OSWorld's image (top bar, dock, Ctrl+Alt+T, overview); "
                    "openbox a bare window manager, lighter, but not the screen agents trained on OSWorld know.")
+@click.option("--memory-limit", type=click.FloatRange(min=0.25), default=2.0, show_default=True, metavar="GIB",
+              help="desktop: each desktop's memory (an OOM kill inside ends its episode as desktop_limit).")
+@click.option("--process-limit", type=click.IntRange(min=64), default=2048, show_default=True,
+              help="desktop: each desktop's processes and threads (a fork bomb stops there).")
+@click.option("--disk-limit", type=click.FloatRange(min=0.25), default=4.0, show_default=True, metavar="GIB",
+              help="desktop: each desktop's home and /tmp together (a disk of its own).")
+@click.option("--cpu-weight", type=click.IntRange(1, 10000), default=100, show_default=True,
+              help="desktop: each desktop's CPU share (cgroup v2's cpu.weight: 100 weighs as one busy process).")
+@click.option("--no-limits", is_flag=True,
+              help="desktop: no limits (a host without cgroups or loop devices that runs no model-written code).")
 @click.option("--verbose", is_flag=True, help="Log every request.")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Release an env after this many seconds without a request (0: never).")
@@ -298,8 +309,8 @@ def envs_gc(run_dir):
                    "an idx outside the pairs is refused.")
 @click.option("--agentgym-seeds", metavar="SEEDS", help="Seeds for --agentgym-tasks: ranges and lists, e.g. "
                                                         "0-99 or 0-9,100,200-209.  [default: 0-99]")
-def env_server(backend, host, port, max_envs, token_env, screen, warm, session, verbose, idle_timeout, parent_pid,
-               agentgym_tasks, agentgym_seeds):
+def env_server(backend, host, port, max_envs, token_env, screen, warm, session, memory_limit, process_limit,
+               disk_limit, cpu_weight, no_limits, verbose, idle_timeout, parent_pid, agentgym_tasks, agentgym_seeds):
     """Serve envs: real MiniWoB++ tasks over the env-cluster protocol (and AgentGym's WebArena
     protocol), or real Linux desktops with OSWorld's in-VM API, allocated through DART's protocol.
 
@@ -313,6 +324,7 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, session, 
       CUA_ENV_TOKEN=secret cua env-server --backend desktop --port 50003 --max-envs 4 --warm 2
       curl -H "Authorization: Bearer $CUA_ENV_TOKEN" -X POST localhost:50003/start_emulator
       CUA_ENV_TOKEN=secret cua env-server --backend desktop --session openbox   # bare, not Ubuntu's GNOME
+      CUA_ENV_TOKEN=secret cua env-server --backend desktop --memory-limit 4 --disk-limit 8
     """
     from .envserver.agentgym_webarena import DEFAULT_SEEDS, parse_seeds, parse_tasks
 
@@ -341,8 +353,12 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, session, 
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
     if backend == "desktop":
         from .envserver.desktop import serve as serve_desktops
+        from .envserver.desktop.limits import GIB, Limits
 
-        serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose, session=session)
+        limits = Limits(memory=int(memory_limit * GIB), processes=process_limit, cpu_weight=cpu_weight,
+                        disk=int(disk_limit * GIB), min_free_disk=int(disk_limit * GIB), enforce=not no_limits)
+        serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose, session=session,
+                       limits=limits)
     else:
         from .envserver.server import serve
 

@@ -109,6 +109,18 @@ class EpisodeTimeout(EpisodeEnd):
     stop_reason = "timeout"
 
 
+class DesktopLimit(EpisodeEnd):
+    """The desktop hit a limit of its host (memory, processes, disk) and was stopped: the episode ends
+    as a failure (what ran there was the agent's doing), with a stop reason of its own so that it is
+    counted apart, and is not tried again."""
+
+    stop_reason = "desktop_limit"
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
 class Stopped(EpisodeEnd):
     """The run is stopping (Ctrl-C, or the rollout is gone): end the episode as interrupted."""
 

@@ -5,6 +5,7 @@ OSWorld's evaluator rules on the client."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -25,14 +26,15 @@ DATA = ROOT / "tests/data/osworld"
 TASKS = sorted(json.loads((DATA / "evaluation_examples/test_all.json").read_text())["os"])
 
 
-def _config(tmp_path: Path, script: Path, name: str, max_envs: int = 2, timeout_s: int = 120) -> Path:
+def _config(tmp_path: Path, script: Path, name: str, max_envs: int = 2, timeout_s: int = 120,
+            record: bool = False) -> Path:
     cfg = tmp_path / f"{name}.yaml"
     cfg.write_text(f"""
 run: {{name: {name}, results_dir: {tmp_path}/results}}
 tasks: {{kind: osworld, osworld: {{task_list: {DATA}/evaluation_examples/test_all.json,
                                   examples_dir: {DATA}/evaluation_examples/examples}}}}
 env: {{kind: osworld, url: local, local: {{max_envs: {max_envs}}},
-      osworld: {{pause_s: 0.3, files_dir: {DATA}/cache}}}}
+      osworld: {{pause_s: 0.3, files_dir: {DATA}/cache, record: {str(record).lower()}}}}}
 model: {{provider: script, script: {script}}}
 agent: {{kind: osworld}}
 runner: {{num_envs: {max_envs}, max_steps: 4, step_timeout_s: 60, episode_timeout_s: {timeout_s}}}
@@ -51,7 +53,7 @@ def _xvfbs() -> set:
 
 def test_oracle_scores_every_task_and_doing_nothing_scores_none(tmp_path):
     before = _xvfbs()
-    oracle = run_cua("rollout", str(_config(tmp_path, DATA / "oracle.json", "oracle")), timeout=600)
+    oracle = run_cua("rollout", str(_config(tmp_path, DATA / "oracle.json", "oracle", record=True)), timeout=600)
     assert oracle.returncode == 0, oracle.stderr[-3000:]
     run = next((tmp_path / "results").glob("oracle-*"))
     finals = _finals(run)
@@ -60,6 +62,14 @@ def test_oracle_scores_every_task_and_doing_nothing_scores_none(tmp_path):
     assert finals["cua-os-infeasible-firmware"]["stop_reason"] == "fail"  # FAIL is what an infeasible task wants
     held = run_cua("envs", "list", str(run))
     assert held.returncode == 0 and "no env is held" in held.stdout
+    # env.osworld.record: each episode's video is in its folder, and cua view plays it on the episode's page
+    for r in finals.values():
+        assert desktops.video_seconds(run / r["traj"] / "episode.mp4") > 0
+    view = run_cua("view", str(run), "--out", str(tmp_path / "report"))
+    assert view.returncode == 0, view.stderr
+    page = next((tmp_path / "report" / "episodes").glob("cua-os-move-notes*.html")).read_text()
+    (src,) = re.findall(r'<video class="episode" controls preload="metadata" src="([^"]+)"', page)
+    assert (tmp_path / "report" / "episodes" / src).resolve().read_bytes()[4:8] == b"ftyp"  # copied beside it
 
     # DONE at once: nothing was done, so nothing scores (the infeasible task wanted FAIL, not DONE).
     noop = tmp_path / "noop.json"

@@ -11,6 +11,7 @@ from http.server import HTTPServer, SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from helpers import desktops
 from helpers.cli import finish, kill_group, run_cua, start_cua
 from helpers.envserver import start_env_server, stop_env_server
 from helpers.net import free_port
@@ -307,9 +308,10 @@ def test_sigterm_while_ray_starts_ends_the_run_cleanly_and_resume_finishes_it(tm
     assert len(final) == 4 and all(e["outcome"] in ("success", "failure") for e in final.values())
 
 
-def test_accessibility_trees_stream_from_the_actors_into_the_run_folder(tmp_path, ray_cluster):
+def test_accessibility_trees_and_videos_stream_from_the_actors_into_the_run_folder(tmp_path, ray_cluster):
     """agent.observation screenshot_a11y_tree on Ray: each step's tree travels from its actor with its
-    screenshot (in pieces of their own) and lands in the run folder beside it, named by its line."""
+    screenshot (in pieces of their own) and lands in the run folder beside it, named by its line; with
+    env.osworld.record, each episode's video does too."""
     c, _ = ray_cluster
     data = Path(__file__).parent / "data" / "osworld"
     token = "ray-desktops-token"
@@ -323,7 +325,7 @@ run: {{name: trees, results_dir: {tmp_path}/results}}
 tasks: {{kind: osworld, osworld: {{task_list: {data}/evaluation_examples/test_all.json,
                                   ids: [cua-os-move-notes, cua-os-terminal-product]}}}}
 env: {{kind: osworld, url: "{url}", token_env: CUA_RAY_DESKTOPS_TOKEN,
-      osworld: {{pause_s: 0.3, files_dir: {data}/cache}}}}
+      osworld: {{pause_s: 0.3, files_dir: {data}/cache, record: true}}}}
 model: {{provider: script, script: {data}/oracle.json}}
 agent: {{kind: osworld, observation: screenshot_a11y_tree}}
 runner: {{num_envs: 2, max_steps: 3, backend: ray, ray: {{address: "{c.address}", actors: 2}}}}
@@ -343,5 +345,6 @@ runner: {{num_envs: 2, max_steps: 3, backend: ray, ray: {{address: "{c.address}"
         for s in steps:
             tree = (run / e["traj"] / s["a11y_tree"]).read_text()
             assert s["a11y_tree"] == s["screenshot"].replace(".png", "_a11y.xml") and tree.startswith("<desktop-frame")
+        assert desktops.video_seconds(run / e["traj"] / "episode.mp4") > 0  # a playable mp4
         if e["task_id"] == "cua-os-terminal-product":  # the terminal the task opened, read through AT-SPI
             assert "gnome-terminal-server" in (run / e["traj"] / steps[0]["a11y_tree"]).read_text()

@@ -113,6 +113,18 @@ class AgentgymEnv(Section):
     env: one_of(AGENTGYM_ENVS) = Field("webarena", description="The AgentGym env behind env.url.")
 
 
+class DesktopLimits(Section):
+    """env.url local: what each desktop may take of this host (cgroups and a disk of its own)."""
+    memory_gib: between(float, 0.25, 1024) = Field(2.0, description="Memory; an OOM kill inside ends the episode "
+                                                                    "with stop reason desktop_limit.")
+    processes: between(int, 64, 1_000_000) = Field(2048, description="Processes and threads (a fork bomb stops "
+                                                                    "there).")
+    disk_gib: between(float, 0.25, 16_384) = Field(4.0, description="Home and /tmp together.")
+    cpu_weight: between(int, 1, 10_000) = Field(100, description="CPU share (cgroup v2's cpu.weight: 100 weighs "
+                                                                 "as one busy process).")
+    enforce: bool = Field(True, description="false: no limits (a host without cgroups or loop devices).")
+
+
 class OsworldEnv(Section):
     """env.kind osworld: OSWorld desktops, one fresh desktop per episode through DART's allocation protocol."""
     servers: list[HttpUrl] = Field([], description="More allocation servers after env.url (DART-GUI's "
@@ -130,6 +142,11 @@ class OsworldEnv(Section):
         "gnome", description="env.url local: the desktops' session. gnome: Ubuntu's GNOME as on OSWorld's image "
                              "(top bar, dock, Ctrl+Alt+T, the overview); openbox: a bare window manager, lighter, "
                              "but not the screen agents trained on OSWorld know.")
+    record: bool = Field(False, description="Keep a video of each episode: episode.mp4 in its trajectory folder "
+                                            "(the desktop's /start_recording after setup, /end_recording at the "
+                                            "end), played beside the steps by cua view.")
+    limits: DesktopLimits = Field(default_factory=DesktopLimits, description="env.url local: each desktop's "
+                                                                             "limits.")
     apps: Optional[list[one_of(DESKTOP_APPS)]] = Field(
         None, description="The apps the desktops have, by OSWorld's related_apps names; a task that names "
                           "another is not played (listed as unsupported). null: for cua's own desktops (env.url "

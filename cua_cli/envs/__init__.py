@@ -1,6 +1,6 @@
 """The Env seam: where episodes are played.
 
-    Env.allocate(task, budget, leases) -> EnvSession
+    Env.allocate(task, budget, files) -> EnvSession
     EnvSession.observe(budget) -> Observation
     EnvSession.act(actions, budget, sent) -> StepResult
     EnvSession.evaluate(budget, ended) -> Evaluation
@@ -11,8 +11,9 @@ server takes, and lists each message in `sent` before sending it, so a step
 that fails half-way still records what reached the env. Failures raise the
 error tree's EnvError / EvalError / TaskRefused, and an action the env
 refuses raises ActionRefused (the agent's mistake). An env that allocates what
-must be given back (a desktop) hands `leases.lease` a record of it before using
-it, and another once it is released (runfolder/leases.py). `ended` is the
+must be given back (a desktop) hands `files.lease` a record of it before using
+it, and another once it is released (runfolder/leases.py); one that records the
+screen hands `files.video` the episode's mp4. `ended` is the
 episode's stop reason: OSWorld scores an agent that gave up (FAIL) differently.
 A session's `setup_s` splits allocate's time into getting the env and setting
 up the task, for the attempt's phases (an env that cannot tell leaves it 0).
@@ -71,12 +72,16 @@ class EnvSession(Protocol):
     def release(self, budget: Budget) -> None: ...
 
 
-class Leases(Protocol):
+class AttemptFiles(Protocol):
+    """What an env files for the attempt it plays (a TrajWriter): leases in the run's leases.jsonl, a
+    video in the attempt's folder."""
+
     def lease(self, record: dict) -> None: ...
+    def video(self, mp4: bytes) -> str: ...
 
 
 class Env(Protocol):
-    def allocate(self, task: Task, budget: Budget, leases: Leases) -> EnvSession: ...
+    def allocate(self, task: Task, budget: Budget, files: AttemptFiles) -> EnvSession: ...
 
 
 def make_env(cfg, url: str, secrets: dict) -> Env:

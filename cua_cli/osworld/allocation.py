@@ -45,18 +45,19 @@ class Allocator:
         deadline = time.monotonic() + self.wait_s
         delay = 0.5
         while True:
-            problems = []
+            problems: list[str] = []
+            full: list[str] = []  # servers with no room now (every desktop leased, or the host short)
             for server in self.servers:
-                got = self._try(server, budget, problems)
+                got = self._try(server, budget, problems, full)
                 if got is not None:
                     return got
-            if time.monotonic() > deadline or not any(p.endswith("full") for p in problems):
-                raise EnvError("allocate desktop: " + "; ".join(problems))
+            if time.monotonic() > deadline or not full:
+                raise EnvError("allocate desktop: " + "; ".join(problems + full))
             pause(delay, budget.should_stop, budget.deadline)
             delay = min(delay * 1.5, 5.0)
 
-    def _try(self, server: str, budget: Budget, problems: list) -> Allocation | None:
-        if not self._has_room(server, budget, problems):
+    def _try(self, server: str, budget: Budget, problems: list, full: list) -> Allocation | None:
+        if not self._has_room(server, budget, problems, full):
             return None
         try:
             r = self.http.post(f"{server}/start_emulator", budget.timeout(self.start_timeout_s),
@@ -64,8 +65,9 @@ class Allocator:
         except HttpError as e:
             problems.append(f"{server}: {describe(e)}")
             return None
-        if r.status == 429:
-            problems.append(f"{server}: full")
+        if r.status == 429:  # cua's server says why: every desktop leased, or the host short of memory or disk
+            reason = _message(r)
+            full.append(f"{server}: full" + (f" ({clip(reason, 200)})" if reason else ""))
             return None
         if r.status != 200:
             problems.append(f"{server}: start_emulator answered {r.status}: {clip(r.text, 200)}")
@@ -85,7 +87,7 @@ class Allocator:
             api = f"http://{_host(urlsplit(server).hostname or '127.0.0.1')}:{port}"
         return Allocation(server, desktop_id, api.rstrip("/"))
 
-    def _has_room(self, server: str, budget: Budget, problems: list) -> bool:
+    def _has_room(self, server: str, budget: Budget, problems: list, full: list) -> bool:
         """As DART's client: a server whose /tokens has no entry for our token, or a full one, is skipped."""
         try:
             r = self.http.get(f"{server}/tokens", budget.timeout(TOKENS_TIMEOUT_S))
@@ -99,7 +101,7 @@ class Allocator:
             return False
         current, limit = entry.get("current"), entry.get("limit")
         if isinstance(current, int) and isinstance(limit, int) and current >= limit:
-            problems.append(f"{server}: full")
+            full.append(f"{server}: full")
             return False
         return True
 
@@ -117,6 +119,15 @@ class Allocator:
             status = e.response.status if isinstance(e, BadStatus) else None
             raise EnvError(f"release desktop {desktop_id} on {server}: {describe(e)}"
                            + (f" (HTTP {status})" if status else "")) from e
+
+
+def _message(r) -> str | None:
+    try:
+        body = r.json()
+    except (ValueError, RecursionError):
+        return None
+    message = body.get("message") if isinstance(body, dict) else None
+    return message if isinstance(message, str) else None
 
 
 def _host(host: str) -> str:

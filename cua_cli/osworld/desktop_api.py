@@ -24,12 +24,13 @@ from .._util.httpclient import BadAnswer, Client, Response
 from .._util.png import SIGNATURE
 from .._util.retry import with_retries
 from .._util.text import clip
-from ..errors import EnvError
+from ..errors import DesktopLimit, EnvError
 
 # OSWorld's exact prefix for pyautogui code (controllers/python.py): an agent's code runs after it.
 PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 
 Command = Union[list, str]
+RECORDING_END_S = 90.0  # ffmpeg finishing an episode's mp4 on a loaded desktop
 
 
 def pyautogui_command(code: str) -> list:
@@ -91,6 +92,8 @@ class DesktopAPI:
                                   json=json_body, data=data, content_type=ctype)
             if r.status in absent:
                 return None
+            if r.status == 503:
+                _raise_at_limit(r, what)
             r.raise_for_status()
             if check is not None:
                 check(r)
@@ -202,6 +205,19 @@ class DesktopAPI:
         r = self._call("wallpaper", "POST", "/wallpaper", budget, absent=(404,))
         return None if r is None else r.content
 
+    # -- the screen recorded (OSWorld's /start_recording and /end_recording)
+
+    def start_recording(self, budget: Budget) -> None:
+        self._call("start recording", "POST", "/start_recording", budget, idempotent=False)
+
+    def end_recording(self, budget: Budget) -> bytes:
+        """The mp4 of the screen since start_recording."""
+        def check(r: Response):
+            if r.content[4:8] != b"ftyp":
+                raise BadAnswer(f"the recording is not an mp4 ({r.headers.get('content-type', 'no content type')})")
+        return self._call("end recording", "POST", "/end_recording", budget, check=check, idempotent=False,
+                          limit=RECORDING_END_S).content
+
 
 def _parse(r: Response):
     try:
@@ -215,6 +231,17 @@ def _size(obj, what: str) -> dict:
                                           for k in ("width", "height"))):
         raise EnvError(f"{what}: answer is not {{'width': int, 'height': int}}: {clip(json.dumps(obj), 200)}")
     return {"width": obj["width"], "height": obj["height"]}
+
+
+def _raise_at_limit(r: Response, what: str) -> None:
+    """cua's desktops answer 503 with `desktop_limit` once one has hit a limit of its host (no retry helps)."""
+    try:
+        body = r.json()
+    except (ValueError, RecursionError):
+        return
+    if isinstance(body, dict) and isinstance(body.get("desktop_limit"), str):
+        kind = clip(body["desktop_limit"], 40)
+        raise DesktopLimit(kind, f"{what}: {clip(str(body.get('message') or kind), 300)}")
 
 
 def _utf8(text: str) -> bytes:

@@ -76,6 +76,9 @@ def local_desktops(cfg: Config, log_path, secrets: dict) -> EnvServerProcess:
     env.token_env names one): the runners' token, masked like any other."""
     token = secrets["env"]
     o = cfg.env.osworld
+    lim = o.limits
+    limits = (["--memory-limit", str(lim.memory_gib), "--process-limit", str(lim.processes), "--disk-limit",
+               str(lim.disk_gib), "--cpu-weight", str(lim.cpu_weight)] if lim.enforce else ["--no-limits"])
     return EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
-                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm), "--session", o.session],
-                          {**os.environ, LOCAL_TOKEN_ENV: token})
+                          ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm), "--session", o.session,
+                           *limits], {**os.environ, LOCAL_TOKEN_ENV: token})

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .._util.budget import Budget
 from ..agents import Agent, Turn
 from ..envs import Env
-from ..errors import ActionRefused, EpisodeEnd, Stopped
+from ..errors import ActionRefused, DesktopLimit, EpisodeEnd, Stopped
 from ..models import Model, by_file
 from ..runfolder.records import PHASES, attempt_line, step_line, turn_fields
 from ..runfolder.writer import TrajWriter, traj_rel
@@ -86,6 +86,8 @@ class Episode:
                        outcome="success" if result.score == 1.0 else "failure")
         except EpisodeEnd as e:
             rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
+            if isinstance(e, DesktopLimit):  # what ran on the desktop took it over: the agent's doing
+                rec.update(outcome="failure", reward=0.0, score=0.0, desktop_limit=e.kind)
         except Exception as e:  # a bug in cua: keep its traceback, the record and the claim
             sys.stderr.write(self.redact(f"cua bug in task {self.task.task_id!r}:\n{traceback.format_exc()}"))
             rec["stop_reason"], rec["error"] = "runner_error", _last_line(e)

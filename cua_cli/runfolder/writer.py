@@ -70,6 +70,9 @@ def traj_rel(task_id: str, sample: int, attempt: int) -> str:
     return f"trajectories/{encode_task_id(task_id)}/{sample}_{attempt}"
 
 
+VIDEO = "episode.mp4"  # the attempt's screen recording, when env.osworld.record asks for one
+
+
 def screenshot_name(step: int) -> str:
     return f"step_{step:04d}.png"
 
@@ -108,6 +111,9 @@ class TrajWriter:
 
     def a11y_tree(self, step: int, xml: str) -> str:
         return self._file(a11y_tree_name(step), xml.encode())  # the env checked it parses: valid UTF-8
+
+    def video(self, mp4: bytes) -> str:
+        return self._file(VIDEO, mp4)
 
     def _file(self, name: str, data: bytes) -> str:
         fd = os.open(self._folder() / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -102,6 +102,9 @@ def run_figures(data: RunData, by: str | None = None) -> dict:
 
     finished = [f for f in finals if f is not None]
     out["errors_by_stop_reason"] = dict(Counter(f.stop_reason or "unknown" for f in finished if f.outcome == "error"))
+    # Failures, but counted apart: a desktop stopped at a limit of its host may mean a runaway agent or a limit
+    # set too low for the app (cua env-server --memory-limit ...).
+    out["desktop_limits"] = sum(f.stop_reason == "desktop_limit" for f in finished)
     steps = [f.steps for f in finished if f.steps is not None]
     durations = [f.duration_s for f in finished if f.duration_s is not None]
     out["mean_steps"] = statistics.fmean(steps) if steps else None

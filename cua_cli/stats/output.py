@@ -29,6 +29,8 @@ def _run_row(r: dict, layout: bool) -> dict:
             row[f"pass@{k} %"] = percent(v)
     if r.get("unsupported"):  # tasks cua cannot play: never scheduled, so in no rate
         row["unsupported"] = r["unsupported"]
+    if r.get("desktop_limits"):  # failures, shown apart: the agent's runaway, or a limit too low for the app
+        row["desktop limit hits"] = r["desktop_limits"]
     row["mean steps"] = "-" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}"
     row["tasks never / always solved"] = f"{r['never_solved']} / {r['always_solved']}"
     return row

@@ -23,6 +23,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .controls { display: flex; gap: 12px; align-items: center; margin: 8px 0; flex-wrap: wrap; }
 .step { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 12px; margin: 12px 0;
         display: grid; grid-template-columns: minmax(200px, auto) 1fr; gap: 16px; }
+video.episode { position: sticky; top: 8px; float: right; width: 40%; max-width: 640px; margin: 0 0 12px 12px;
+  z-index: 2; background: #000; border: 1px solid var(--line); border-radius: 6px; }
 .shot { position: relative; display: inline-block; line-height: 0; }
 .shot img { display: block; max-width: 720px; min-width: 320px; image-rendering: pixelated; border: 1px solid var(--line); }
 .shot svg { position: absolute; left: 0; top: 0; width: 100%; height: 100%; pointer-events: none; }

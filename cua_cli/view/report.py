@@ -25,6 +25,7 @@ from ..errors import ReportError
 from ..runfolder.confined import Refused, confine, open_regular
 from ..runfolder.names import pair_key
 from ..runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
+from ..runfolder.writer import VIDEO
 from ..stats.compare import task_scores
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
@@ -223,9 +224,20 @@ servers' load.</p>
         error = f'<pre class="bad-text">{E(rec.get("error"))}</pre>' if rec.get("error") else ""
         steps_html = self._steps(pair, rec)
         body = (f'{head}<main>{nav}<h2>Instruction</h2><pre>{E(rec.get("instruction") or "")}</pre>'
-                f'<div class="cards">{facts_html}</div>{error}<h2>Steps</h2>{steps_html or "<p>No steps.</p>"}'
-                f'{nav}</main>')
+                f'<div class="cards">{facts_html}</div>{error}{self._video(pair, rec)}'
+                f'<h2>Steps</h2>{steps_html or "<p>No steps.</p>"}{nav}</main>')
         return _page(f"{task_id} · {sample}", body, "../style.css")
+
+    def _video(self, pair, rec: dict) -> str:
+        """The episode's screen recording (env.osworld.record), kept in view while the steps scroll by."""
+        traj_dir = trajectory_dir(str(self.run), rec, self.reader.where(pair))
+        if traj_dir is None or not os.path.lexists(os.path.join(traj_dir, VIDEO)):
+            return ""
+        src = self._shot_src(traj_dir, VIDEO, os.path.join(traj_dir, VIDEO))
+        if src is None:
+            return ""
+        return (f'<h2>Video</h2><video class="episode" controls preload="metadata" src="{E(src)}">'
+                f'<a href="{E(src)}">{VIDEO}</a></video>')
 
     def _step_html(self, traj_dir: str, st: dict, where: str) -> str:
         """One step. A field of the wrong type is left out, with a warning naming file and line."""

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import urllib.error
 import urllib.request
 import uuid
@@ -16,6 +17,13 @@ PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "  # OSWorl
 needs_desktops = pytest.mark.skipif(
     os.geteuid() != 0 or not all(shutil.which(t) for t in ("Xvfb", "openbox", "dbus-daemon", "wmctrl", "xdotool")),
     reason="cua's desktops need root (to map user namespaces) and Debian's Xvfb, openbox, dbus, wmctrl, xdotool")
+
+
+def video_seconds(path) -> float:
+    """How long an mp4 plays, as ffprobe reads it (fails the test if it cannot)."""
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "json", str(path)],
+                           capture_output=True, text=True, check=True)
+    return float(json.loads(probe.stdout)["format"]["duration"])
 
 
 def request(url: str, method: str = "GET", body=None, form=None, files=None, headers=None, timeout=150):

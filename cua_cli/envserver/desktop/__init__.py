@@ -4,7 +4,8 @@ through DART's "GUI-Docker-Env" protocol (server.py) from a warm pool (pool.py).
 
 Modules: sandbox (namespaces, start, teardown), guest/ (the programs that run for a desktop:
 launcher and PID 1, executor, pyautogui forker, sudo), client (the executor's wire), api (the
-in-VM HTTP routes), desktop (one desktop), pool, dart (allocation routes), server (entry points).
+in-VM HTTP routes), desktop (one desktop), limits (what a desktop may take of its host), pool,
+dart (allocation routes), server (entry points).
 """
 
 from cua_cli.envserver.desktop.server import make_server, serve

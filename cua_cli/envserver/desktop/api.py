@@ -7,6 +7,9 @@ POST /execute  /setup/execute  /setup/launch  /setup/open_file  /setup/activate_
      /setup/close_window  /setup/change_wallpaper  /setup/upload (multipart file_path, file_data)
      /file (form file_path)  /list_directory  /screen_size  /window_size (form app_class_name)
      /desktop_path  /wallpaper  /setup/download_file (refused: the desktop has no network)
+
+cua's own answer, outside OSWorld's protocol: once the desktop has hit a limit of its host (memory,
+processes, disk) every request is answered 503 {"status": "error", "desktop_limit": KIND, "message"}.
 """
 
 from cua_cli.envserver.desktop.client import ExecutorGone
@@ -40,6 +43,7 @@ ROUTES = {
 class DesktopHandler(APIHandler):
     def route(self, method: str, path: str, fields: dict, files: dict) -> None:
         desktop = self.server.desktop
+        self._refuse_at_limit()
         if path == "/setup/upload":
             if "file_path" not in fields or "file_data" not in files:
                 self.send_bytes(400, b"No file path or file data provided", "text/plain")
@@ -58,11 +62,20 @@ class DesktopHandler(APIHandler):
         desktop.touch()
         self._forward(op, args, b"")
 
+    def _refuse_at_limit(self) -> None:
+        hit = self.server.desktop.check_limits()
+        if hit:
+            kind, _, what = hit.partition(": ")
+            raise HTTPReply(503, {"status": "error", "desktop_limit": kind,
+                                  "message": f"the desktop was stopped at its {kind} limit: {what}"})
+
     def _forward(self, op: str, args: dict, body: bytes) -> None:
         try:
             header, payload = self.server.desktop.executor.call(op, args, body)
         except ExecutorGone as e:
+            self._refuse_at_limit()
             raise HTTPReply(503, {"status": "error", "message": str(e)}) from None
+        self._refuse_at_limit()  # what the request ran may have taken the desktop over a limit
         status = int(header.get("http", 500))
         if "json" in header:
             self.send_json(status, header["json"])

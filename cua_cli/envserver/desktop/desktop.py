@@ -1,5 +1,9 @@
 """A desktop as the env server holds it: the sandbox, its executor client, and its in-VM API served
-on its own port (as DART hands out a server_port per desktop)."""
+on its own port (as DART hands out a server_port per desktop).
+
+A desktop that hits one of its limits is stopped at once (a fork bomb would go on burning its CPU
+share), and its API then answers every request 503 with `desktop_limit` naming the limit, until
+the client releases it: the client ends the episode with that stop reason."""
 
 import threading
 import time
@@ -9,17 +13,19 @@ from pathlib import Path
 from cua_cli.envserver.desktop.api import DesktopHandler
 from cua_cli.envserver.desktop.client import ExecutorClient
 from cua_cli.envserver.desktop.httpbase import APIServer
+from cua_cli.envserver.desktop.limits import Cgroups, Limits
 from cua_cli.envserver.desktop.ports import PublishedPorts
 from cua_cli.envserver.desktop.sandbox import Sandbox
 
 
 class LocalDesktop:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False,
-                 session: str = "gnome"):
+                 session: str = "gnome", limits: Limits = Limits(enforce=False), cgroups: Cgroups | None = None):
         self.id = str(uuid.uuid4())
         self.created = time.time()
         self.last_used = time.monotonic()
-        self.sandbox = Sandbox(workdir / self.id, screen, session)
+        self.stopped_at_limit: str | None = None  # "kind: what happened"
+        self.sandbox = Sandbox(workdir / self.id, screen, session, limits=limits, cgroups=cgroups)
         self.executor = ExecutorClient(self.sandbox.socket_path)
         try:
             self.api = APIServer((host, 0), DesktopHandler)
@@ -47,6 +53,13 @@ class LocalDesktop:
         except ConnectionError:
             return False
         return header.get("http") == 200 and body.startswith(b"\x89PNG")
+
+    def check_limits(self) -> str | None:
+        """Stop the desktop if it has hit a limit; the limit it stopped at (None: it runs on)."""
+        if self.stopped_at_limit is None and (hit := self.sandbox.limit_hit()):
+            self.stopped_at_limit = hit
+            self.sandbox.kill()
+        return self.stopped_at_limit
 
     def close(self) -> None:
         """Stop serving its API, then kill every process of the desktop and remove its files."""

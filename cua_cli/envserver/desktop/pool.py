@@ -7,6 +7,11 @@ CPU-bound and a 2-core machine gains nothing from building several at once). A l
 under the lock before any desktop is built, so the quota holds under concurrent requests; a
 released desktop is torn down at once (every process gone, its home removed) and the warm pool
 refills behind it.
+
+No desktop is started while the host is short of memory or disk (allocate answers PoolFull with
+the reason, as a full pool: the client waits or tries another server). A watcher looks at the
+leased desktops' limits twice a second and stops one that hit a limit even while nobody asks it
+anything (a fork bomb's /execute never returns by itself).
 """
 
 import logging
@@ -16,12 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cua_cli.envserver.desktop.desktop import LocalDesktop
+from cua_cli.envserver.desktop.limits import Cgroups, Limits, host_shortage
 
 log = logging.getLogger(__name__)
 
 
+WATCH_S = 0.5  # how often leased desktops' limits are looked at
+SHORT_RETRY_S = 5.0  # how often a warm pool held back by a short host looks again
+
+
 class PoolFull(Exception):
-    """Every desktop the limit allows is leased."""
+    """Every desktop the limit allows is leased, or the host has no room for another."""
 
 
 @dataclass
@@ -33,8 +43,10 @@ class Lease:
 
 class DesktopPool:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], limit: int, warm: int,
-                 verbose: bool = False, session: str = "gnome"):
+                 verbose: bool = False, session: str = "gnome", limits: Limits = Limits(enforce=False),
+                 cgroups: Cgroups | None = None):
         self.workdir, self.host, self.screen, self.verbose, self.session = workdir, host, screen, verbose, session
+        self.limits, self.cgroups = limits, cgroups
         self.limit, self.warm_target = limit, min(warm, limit)
         self.leases: dict[str, Lease] = {}
         self.warm: list[LocalDesktop] = []
@@ -44,6 +56,12 @@ class DesktopPool:
         self._cond = threading.Condition()
         self._filler = threading.Thread(target=self._fill, name="desktop-warm-pool", daemon=True)
         self._filler.start()
+        self._watcher = threading.Thread(target=self._watch, name="desktop-limits", daemon=True)
+        self._watcher.start()
+
+    def _new_desktop(self) -> LocalDesktop:
+        return LocalDesktop(self.workdir, self.host, self.screen, self.verbose, self.session, self.limits,
+                            self.cgroups)
 
     # -- allocation ---------------------------------------------------------------------------------
     def allocate(self, token: str) -> Lease:
@@ -52,6 +70,9 @@ class DesktopPool:
                 raise PoolFull("the server is stopping")
             if len(self.leases) + self._reserved >= self.limit:
                 raise PoolFull(f"all {self.limit} desktops are in use")
+            short = None if self.warm else host_shortage(self.limits, self.workdir)
+            if short:
+                raise PoolFull(short)
             self._reserved += 1
             desktop = self.warm.pop(0) if self.warm else None
             if desktop is None and len(self.leases) + self._reserved + self._building + len(self.warm) > self.limit:
@@ -64,7 +85,7 @@ class DesktopPool:
                 threading.Thread(target=desktop.close, daemon=True).start()
                 desktop = None
             if desktop is None:
-                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose, self.session)
+                desktop = self._new_desktop()
                 if not desktop.screenshot_ready():
                     desktop.close()
                     raise RuntimeError("the new desktop's /screenshot does not answer")
@@ -118,10 +139,19 @@ class DesktopPool:
                     if self._closing:
                         return
                     self._cond.wait()
+            short = host_shortage(self.limits, self.workdir)
+            if short:  # a warm desktop is no use if it pushes the host over: look again later
+                log.warning("no warm desktop started: %s", short)
+                with self._cond:
+                    self._cond.wait_for(lambda: self._closing, SHORT_RETRY_S)
+                continue
+            with self._cond:
+                if not self._wanted():
+                    continue
                 self._building += 1
             desktop = None
             try:
-                desktop = LocalDesktop(self.workdir, self.host, self.screen, self.verbose, self.session)
+                desktop = self._new_desktop()
                 if not desktop.screenshot_ready():
                     raise RuntimeError("a warm desktop's /screenshot does not answer")
             except Exception:
@@ -143,12 +173,24 @@ class DesktopPool:
             if closing is not None:
                 closing.close()
 
+    # -- limits -----------------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while True:
+            with self._cond:
+                if self._cond.wait_for(lambda: self._closing, WATCH_S):
+                    return
+                leased = [lease.desktop for lease in self.leases.values()]
+            for desktop in leased:
+                if desktop.stopped_at_limit is None and desktop.check_limits():
+                    log.warning("desktop %s stopped: %s", desktop.id, desktop.stopped_at_limit)
+
     def close_all(self) -> None:
         """Stop refilling and tear every desktop down (leased and warm)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         self._filler.join()
+        self._watcher.join()
         with self._cond:
             desktops = [lease.desktop for lease in self.leases.values()] + self.warm
             self.leases, self.warm = {}, []

@@ -6,6 +6,9 @@ namespace's maps: desktop uids 0-65535 are host uids uid_base.. uid_base+65535, 
 account uses and distinct per desktop, so host uid 0 is never mapped and desktop-root is nobody on
 the host. Killing PID 1 makes the kernel kill every process of the namespace, so teardown is one
 signal, then a wait on a pidfd for PID 1's exit (which comes after its namespace is empty).
+
+What a desktop may take of the host (limits.py) is set here too: the launcher joins the desktop's
+cgroup before it forks anything, and builds the desktop's disk before it builds the rest.
 """
 
 import itertools
@@ -19,6 +22,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from cua_cli.envserver.desktop.limits import DISK_FULL_BYTES, Cgroups, Limits, describe_bytes
 
 GUEST = Path(__file__).resolve().parent / "guest"
 UID_SPAN = 65536
@@ -38,17 +43,22 @@ def _python_dirs() -> list[str]:
 
 
 class Sandbox:
-    def __init__(self, workdir: Path, screen: tuple[int, int], session: str = "gnome", ready_timeout: float = 180.0):
+    def __init__(self, workdir: Path, screen: tuple[int, int], session: str = "gnome", ready_timeout: float = 180.0,
+                 limits: Limits = Limits(enforce=False), cgroups: Cgroups | None = None):
         with _slot_lock:
             slot = _base_slot + next(_slots) % 60000
         self.uid_base = slot * UID_SPAN
         self.dir = workdir
         self.screen = screen
         self.session = session
+        self.limits = limits if cgroups is not None else Limits(enforce=False)
+        self._cgroups = cgroups
+        self.cgroup = None
         self.launcher: subprocess.Popen | None = None
         self.init_pid: int | None = None
         self._pidfd: int | None = None
         self.executor_pid: int | None = None  # in the desktop's PID namespace
+        self._kill_lock = threading.Lock()  # the pool's limit watcher and a release may kill at once
         self._start(ready_timeout)
 
     @property
@@ -57,17 +67,19 @@ class Sandbox:
 
     def _start(self, ready_timeout: float) -> None:
         d, base = self.dir, self.uid_base
-        for sub, owner, mode in (("root", 0, 0o755), ("home", base + 1000, 0o700), ("sock", base + 1000, 0o700),
-                                 ("etc", 0, 0o755)):
+        folders = [("root", 0, 0o755), ("sock", base + 1000, 0o700), ("etc", 0, 0o755)]
+        if not self.limits.enforce:  # else home is on the desktop's own disk (the launcher makes it)
+            folders.append(("home", base + 1000, 0o700))
+        for sub, owner, mode in folders:
             (d / sub).mkdir(parents=True)
             os.chown(d / sub, owner, owner)
             os.chmod(d / sub, mode)
-        (d / "home" / "Desktop").mkdir()
-        os.chown(d / "home" / "Desktop", base + 1000, base + 1000)
         config = {"root": str(d / "root"), "home": str(d / "home"), "sock": str(d / "sock"), "etc": str(d / "etc"),
                   "uid_base": base, "screen": list(self.screen), "guest_dir": str(GUEST),
                   "python_dirs": _python_dirs(), "venv": sys.prefix, "hostname": "desktop",
                   "session": self.session}
+        if self.limits.enforce:
+            config.update(disk_bytes=self.limits.disk, disk_image=str(d / "disk.img"), disk_dir=str(d / "disk"))
         ready_r, ready_w = os.pipe()
         config["ready_fd"] = ready_w
         log = open(d / "launcher.log", "wb")  # noqa: SIM115 - closed once the launcher holds it
@@ -77,8 +89,14 @@ class Sandbox:
                 [sys.executable, "-s", str(GUEST / "launcher.py")],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env={}, start_new_session=True,
                 pass_fds=(ready_w,))
+            if self._cgroups is not None:  # before the config: the launcher forks nothing until it has it
+                self.cgroup = self._cgroups.create(d.name, self.limits)
+                self.cgroup.add(self.launcher.pid)
             self.launcher.stdin.write(json.dumps(config).encode() + b"\n")
             self.launcher.stdin.flush()
+        except BaseException:
+            self.kill()
+            raise
         finally:
             os.close(ready_w)
             log.close()
@@ -138,8 +156,25 @@ class Sandbox:
         except OSError:
             return None
 
+    def limit_hit(self) -> str | None:
+        """The limit this desktop has hit ("kind: what happened"), or None."""
+        if self.cgroup is not None and (hit := self.cgroup.hit()):
+            return hit
+        if self.limits.enforce and self.init_pid is not None:
+            try:
+                st = os.statvfs(f"/proc/{self.init_pid}/root/home/user")
+            except OSError:
+                return None  # gone, or being torn down
+            if st.f_bavail * st.f_frsize < DISK_FULL_BYTES:
+                return f"disk: home and /tmp are full at the desktop's limit of {describe_bytes(self.limits.disk)}"
+        return None
+
     def kill(self, timeout: float = 10.0) -> None:
         """Kill every process of the desktop and wait until they are gone; then remove its files."""
+        with self._kill_lock:
+            self._kill(timeout)
+
+    def _kill(self, timeout: float) -> None:
         if self._pidfd is not None:
             try:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
@@ -158,6 +193,9 @@ class Sandbox:
                 except OSError:
                     pass
         self._wait_uids_gone(timeout)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def processes(self) -> list[int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from cua_cli._util.signals import serve_until_stopped
 from cua_cli.envserver.desktop.dart import DartHandler
 from cua_cli.envserver.desktop.httpbase import APIServer
+from cua_cli.envserver.desktop.limits import Cgroups, Limits, LimitSetupError
 from cua_cli.envserver.desktop.pool import DesktopPool
 from cua_cli.errors import InputError
 
@@ -25,6 +26,8 @@ class DesktopEnvServer(APIServer):
 
     def close_all(self) -> None:
         self.pool.close_all()
+        if self.pool.cgroups is not None:
+            self.pool.cgroups.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -51,9 +54,23 @@ def remove_orphans(parent: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def host_cgroups(limits: Limits) -> Cgroups | None:
+    """The cgroups this server's desktops go in, once it is sure it can also build their disks."""
+    if not limits.enforce:
+        return None
+    hint = " (or --no-limits, on a host you do not share with model-written code)"
+    if not os.path.exists("/dev/loop-control") or not shutil.which("mkfs.ext4", path="/usr/sbin:/sbin:/usr/bin"):
+        raise InputError("desktops' disk limits need loop devices (/dev/loop-control) and mkfs.ext4 (Debian's "
+                         "e2fsprogs)" + hint)
+    try:
+        return Cgroups.here(f"cua-desktops-{os.getpid()}")
+    except (LimitSetupError, OSError) as e:
+        raise InputError(f"desktops' memory, process and CPU limits: {e}{hint}") from None
+
+
 def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
                 screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-                workdir: str | None = None, session: str = "gnome") -> DesktopEnvServer:
+                workdir: str | None = None, session: str = "gnome", limits: Limits = Limits()) -> DesktopEnvServer:
     """Bind the allocation server (port 0: a free one) and start filling the warm pool."""
     token = os.environ.get(token_env, "") if token_env else ""
     if not token:
@@ -70,23 +87,26 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
         raise InputError(f"--session must be gnome or openbox, not {session!r}")
     if not shutil.which(needs):
         raise InputError(f"--session {session} needs {needs} (Debian's package {needs}): run scripts/setup_env.sh")
+    cgroups = host_cgroups(limits)
     remove_orphans(Path(workdir or tempfile.gettempdir()))
     base = Path(tempfile.mkdtemp(prefix=PREFIX, dir=workdir))
     base.chmod(0o711)  # desktops' launchers pass through; nobody lists it
     (base / "server.pid").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
-    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose, session)
+    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose, session, limits, cgroups)
     try:
         return DesktopEnvServer((host, port), token, pool, base, verbose)
     except BaseException:
         pool.close_all()
+        if cgroups is not None:
+            cgroups.close()
         shutil.rmtree(base, ignore_errors=True)
         raise
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
           screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-          workdir: str | None = None, session: str = "gnome") -> None:
-    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir, session)
+          workdir: str | None = None, session: str = "gnome", limits: Limits = Limits()) -> None:
+    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir, session, limits)
 
     try:
         serve_until_stopped(server, lambda: print(

@@ -28,7 +28,7 @@ from ...config.fleet_file import FleetVersions
 from ...errors import InputError
 from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
-from ...runfolder.writer import a11y_tree_name, screenshot_name, traj_rel
+from ...runfolder.writer import VIDEO, a11y_tree_name, screenshot_name, traj_rel
 from ...tasks import task_from_dict
 from ..leftovers import release_leftovers
 from ..player import Player
@@ -91,6 +91,10 @@ class _Stream:
     def step(self, record: dict) -> None:
         self.out.put(("step", record, self.shot, self.tree))
         self.shot = self.tree = None
+
+    def video(self, mp4: bytes) -> str:
+        self.out.put(("video", mp4))
+        return VIDEO
 
     def lease(self, record: dict) -> None:
         self.out.put(("lease", record))
@@ -209,8 +213,8 @@ class RunnerActor:
     def play(self, item: dict):
         """Stream one attempt: per step, its screenshot in pieces ("png", bytes) and its accessibility
         tree in pieces ("a11y", bytes) when it has one (its line names the file), then ("step", line,
-        the screenshot's step or None); ("lease", record) for each env it takes or gives back; at the
-        end ("end", episode line). A piece and a step's line stay apart: together they could outgrow
+        the screenshot's step or None); ("lease", record) for each env it takes or gives back; the
+        episode's video in pieces ("mp4", bytes), then ("video",); at the end ("end", episode line). A piece and a step's line stay apart: together they could outgrow
         what Ray hands over directly, and an object left in a dead node's store can never be read."""
         out: queue.Queue = queue.Queue()
         task = task_from_dict(item)  # checked by the driver before it sent the pair
@@ -227,6 +231,10 @@ class RunnerActor:
                     for k in range(0, len(data), CHUNK):
                         yield (kind, data[k:k + CHUNK])
                 message = ("step", line, shot[0] if shot else None)
+            elif message[0] == "video":
+                for k in range(0, len(message[1]), CHUNK):
+                    yield ("mp4", message[1][k:k + CHUNK])
+                message = ("video",)
             yield message
             if message[0] == "end":
                 return
@@ -486,7 +494,7 @@ class RayActors:
     def _stream(self, actor, item: dict) -> dict | None:
         """Write the attempt's steps as they arrive; its episode line, or None if the actor died."""
         ray = self.ray
-        traj, png, tree = self.run.traj(item), [], []
+        traj, png, tree, video = self.run.traj(item), [], [], []
         started = heard = time.monotonic()
         try:
             # Backpressure is Ray's (underscored) option of streaming generators.
@@ -515,6 +523,11 @@ class RayActors:
                     traj.step(message[1])
                 elif message[0] == "lease":
                     traj.lease(message[1])
+                elif message[0] == "mp4":
+                    video.append(message[1])
+                elif message[0] == "video":
+                    traj.video(b"".join(video))
+                    video = []
                 else:
                     return message[1]
         except ray.exceptions.RayTaskError as e:  # a bug in cua outside the episode: file it, keep the claim moving

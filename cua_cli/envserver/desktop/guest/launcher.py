@@ -28,6 +28,31 @@ import linux
 import sudod
 
 USER_UID = 1000  # the desktop's user, as on OSWorld's image
+TOOLS_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def make_disk(cfg: dict) -> tuple[str, str] | None:
+    """The desktop's disk, if it has a size limit: an ext4 image of that size (sparse: the host pays
+    only for what is written) mounted in this mount namespace alone, so its loop device is let go
+    with the namespace. Returns the folders that become home and /tmp."""
+    if not cfg.get("disk_bytes"):
+        return None
+    image, mnt, base = cfg["disk_image"], cfg["disk_dir"], cfg["uid_base"]
+    with open(image, "wb") as f:
+        f.truncate(cfg["disk_bytes"])
+    tools = {"PATH": TOOLS_PATH}
+    # -m 0: no blocks kept for root, so the user fills exactly the limit; lazy init keeps this ~30 ms.
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", image],
+                   env=tools, check=True, stdout=subprocess.DEVNULL)
+    os.makedirs(mnt)
+    subprocess.run(["mount", "-t", "ext4", "-o", "loop,nosuid,nodev", image, mnt], env=tools, check=True)
+    home, tmp = os.path.join(mnt, "home"), os.path.join(mnt, "tmp")
+    os.mkdir(home, 0o700)
+    os.chown(home, base + USER_UID, base + USER_UID)
+    os.mkdir(tmp)
+    os.chmod(tmp, 0o1777)
+    os.chown(tmp, base, base)
+    return home, tmp
 
 
 def build_root(cfg: dict) -> None:
@@ -35,6 +60,11 @@ def build_root(cfg: dict) -> None:
     /dev and home, and the sudo shim over /usr/bin/sudo."""
     nr, base = cfg["root"], cfg["uid_base"]
     user = base + USER_UID
+    disk = make_disk(cfg)
+    home = disk[0] if disk else cfg["home"]
+    desktop_dir = os.path.join(home, "Desktop")
+    os.mkdir(desktop_dir)
+    os.chown(desktop_dir, user, user)
     linux.mount("tmpfs", nr, "tmpfs", linux.MS_NOSUID, f"mode=755,uid={base},gid={base},size=64m")
 
     def path(p):
@@ -57,9 +87,12 @@ def build_root(cfg: dict) -> None:
     for d in ("/usr", "/etc", "/opt", "/var/lib", "/var/cache"):
         if os.path.isdir(d):
             bind(d, d)
-    # RAM-backed: bounded, or one desktop's files could take the machine's memory (tmpfs's default is half).
+    # /tmp on the desktop's disk, as on a VM; without one, in RAM and bounded (tmpfs's default is half).
     # Mounted before the Python dirs are bound: a checkout under /tmp keeps its venv visible on top.
-    for d, mode, size in (("/tmp", "1777", "2g"), ("/run", "755", "64m")):
+    if disk:
+        bind(disk[1], "/tmp", ro=False)
+    tmpfs = [("/run", "755", "64m")] + ([] if disk else [("/tmp", "1777", "2g")])
+    for d, mode, size in tmpfs:
         os.makedirs(path(d))
         linux.mount("tmpfs", path(d), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
                     f"mode={mode},uid={base},gid={base},size={size}")
@@ -98,7 +131,7 @@ def build_root(cfg: dict) -> None:
     os.symlink("../run", path("/var/run"))
     os.symlink("../run/lock", path("/var/lock"))
     os.makedirs(path("/home"), exist_ok=True)
-    bind(cfg["home"], "/home/user", ro=False)
+    bind(home, "/home/user", ro=False)
 
     # Who the desktop's users are, and sudo that asks init instead of a setuid binary (the host's
     # setuid bit means nothing in a user namespace that does not map the host's root).

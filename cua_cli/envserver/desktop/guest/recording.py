@@ -5,8 +5,10 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 PATH = "/tmp/recording.mp4"  # OSWorld's own path; the desktop's /tmp is its own
+READY_S = 30.0  # how long ffmpeg may take to start grabbing on a loaded host
 
 
 class Recorder:
@@ -18,6 +20,10 @@ class Recorder:
         with self._lock:
             if self._proc is not None:
                 return {"http": 400, "json": {"status": "error", "message": "Recording is already in progress."}}
+            try:  # a file left by an earlier recording must never pass for this one
+                os.unlink(PATH)
+            except FileNotFoundError:
+                pass
             # ultrafast: ffmpeg keeps up with the screen on a loaded host and costs a desktop little CPU
             self._proc = subprocess.Popen(
                 ["ffmpeg", "-y", "-loglevel", "error", "-f", "x11grab", "-draw_mouse", "1", "-framerate", "30",
@@ -25,6 +31,16 @@ class Recorder:
                  "-preset", "ultrafast", "-pix_fmt", "yuv420p", PATH],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
+            # Answer once ffmpeg grabs the screen (it opens its output then): a recording stopped before
+            # that would have no file at all, and a short episode on a loaded host is over that fast.
+            deadline = time.monotonic() + READY_S
+            while not os.path.exists(PATH) and self._proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not os.path.exists(PATH):
+                self._proc.kill()
+                self._proc.wait()
+                self._proc = None
+                return {"http": 500, "json": {"status": "error", "message": "ffmpeg did not start recording"}}
         return {"http": 200, "json": {"status": "success", "message": "Started recording."}}
 
     def stop(self) -> dict:
