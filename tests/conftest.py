@@ -29,6 +29,19 @@ def ray_cluster():
         c.shutdown()
 
 
+@pytest.fixture(scope="session")
+def tiny_vllm(tmp_path_factory):
+    """One real vLLM server on the CPU serving the tiny random Qwen2-VL, shared by the tests that only
+    ask it (a start costs the suite's two cores a minute); its fleet file. A test may restart it (the
+    same model, ready again when the test ends); none may load another model."""
+    from helpers.cli import run_cua
+    from helpers.models import start_tiny_fleet
+
+    fleet = start_tiny_fleet(tmp_path_factory.mktemp("tiny-vllm"), 1, 8450)
+    yield fleet
+    run_cua("stop-models", "--fleet", str(fleet))
+
+
 @pytest.fixture
 def write(tmp_path):
     def _write(name, text):

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 import pytest
 from helpers.agentgym_standins import AgentGymStandIn
-from helpers.cli import run_cua
-from helpers.models import start_tiny_fleet
 from PIL import Image as PILImage
 
 from cua_cli._util.budget import Budget
@@ -375,16 +373,8 @@ def test_agents_answer_format_gives_answers_it_acts_on(agent_case):
 
 # ---------------------------------------------------------------- Model
 
-@pytest.fixture(scope="module")
-def vllm_endpoint(tmp_path_factory):
-    """One real vLLM server on the CPU, serving a tiny random Qwen2-VL."""
-    fleet = start_tiny_fleet(tmp_path_factory.mktemp("contract-vllm"), 1, 8450)
-    yield fleet
-    run_cua("stop-models", "--fleet", str(fleet))
-
-
 def openai_case(request, tmp_path):
-    fleet = request.getfixturevalue("vllm_endpoint")
+    fleet = request.getfixturevalue("tiny_vllm")
     served = json.loads(fleet.read_text())["servers"][0]
     cfg = _config(tmp_path, f"""
 model: {{provider: openai, endpoints: ["{served['url']}/v1"], name: {served['served_model_name']},

@@ -12,7 +12,6 @@ import time
 import pytest
 from helpers.cli import run_cua
 from helpers.faultproxy import FaultProxy
-from helpers.models import start_tiny_fleet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
@@ -77,11 +76,9 @@ def _images(body: dict) -> list[tuple[str, bool]]:
 
 
 @pytest.fixture(scope="module")
-def vllm(tmp_path_factory):
-    fleet = start_tiny_fleet(tmp_path_factory.mktemp("uuid-vllm"), 1, 8460)
-    served = json.loads(fleet.read_text())["servers"][0]
-    yield fleet, served["url"], served["served_model_name"]
-    run_cua("stop-models", "--fleet", str(fleet))
+def vllm(tiny_vllm):
+    served = json.loads(tiny_vllm.read_text())["servers"][0]
+    return tiny_vllm, served["url"], served["served_model_name"]
 
 
 @pytest.fixture(scope="module")
