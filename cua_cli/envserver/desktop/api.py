@@ -67,7 +67,7 @@ class DesktopHandler(APIHandler):
         if hit:
             kind, _, what = hit.partition(": ")
             raise HTTPReply(503, {"status": "error", "desktop_limit": kind,
-                                  "message": f"the desktop was stopped at its {kind} limit: {what}"})
+                                  "message": f"the desktop was stopped: {what}"})
 
     def _forward(self, op: str, args: dict, body: bytes) -> None:
         try:

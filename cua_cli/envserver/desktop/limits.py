@@ -83,7 +83,7 @@ class Cgroup:
         """The limit the group has hit, as "kind: what happened" (None: none)."""
         # Processes first: a fork bomb runs into the memory limit too, but the processes are its cause.
         if _counter(self.dirs["pids"] / "pids.events", "max"):
-            return f"processes: a new process was refused at the desktop's limit of {self.limits.processes}"
+            return f"processes: a new process was refused at the desktop's process limit of {self.limits.processes}"
         memory_events = "memory.events" if self.v2 else "memory.oom_control"
         if _counter(self.dirs["memory"] / memory_events, "oom_kill"):
             return (f"memory: a process was killed at the desktop's memory limit of "
@@ -130,7 +130,7 @@ class Cgroups:
             point, root = mounts[controller]
             return point / os.path.relpath(paths.get(controller, "/"), root)
 
-        if "" in mounts and CONTROLLERS_V2.issubset(_v2_controllers(mounts[""][0])):
+        if "" in mounts and set(CONTROLLERS) <= _v2_controllers(mounts[""][0]):
             return cls._make_v2(own_dir(""), name)
         parents = {}
         for c in CONTROLLERS:
@@ -150,7 +150,7 @@ class Cgroups:
             # Children of a v2 group get a controller only if their parent hands it down, and a group
             # that holds processes itself cannot (the "no internal processes" rule).
             for d in (own, parent):
-                (d / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(CONTROLLERS_V2)))
+                (d / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(CONTROLLERS)))
         except OSError as e:
             parent.rmdir()
             raise LimitSetupError(
@@ -186,8 +186,6 @@ class Cgroups:
             except OSError:
                 pass  # a desktop group left behind by a crash: the next server's is another folder
 
-
-CONTROLLERS_V2 = {"memory", "pids", "cpu"}
 
 
 def _cgroup_mounts(mountinfo: str) -> dict[str, tuple[Path, str]]:

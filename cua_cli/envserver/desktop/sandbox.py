@@ -166,7 +166,7 @@ class Sandbox:
             except OSError:
                 return None  # gone, or being torn down
             if st.f_bavail * st.f_frsize < DISK_FULL_BYTES:
-                return f"disk: home and /tmp are full at the desktop's limit of {describe_bytes(self.limits.disk)}"
+                return f"disk: home and /tmp are full at the desktop's disk limit of {describe_bytes(self.limits.disk)}"
         return None
 
     def kill(self, timeout: float = 10.0) -> None:
