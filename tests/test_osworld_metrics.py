@@ -202,3 +202,12 @@ def test_compare_csv_lines_strict_or_stripped_and_case_folded(tmp_path):
     assert m.compare_csv(None, str(gold)) == 0.0  # the agent left no file
     with pytest.raises(ValueError, match="no expected file"):
         m.compare_csv(str(result), None)
+    # As desktop-env 1.0.2: a file that is not UTF-8 (Excel's cp1252) is read as Latin-1, not refused;
+    # a list of expected files is matched by any of them.
+    euro = tmp_path / "euro.csv"
+    euro.write_bytes("Caf\xe9,5\n".encode("cp1252"))
+    latin = tmp_path / "latin.csv"
+    latin.write_text("Caf\xe9,5\n", encoding="utf-8")
+    assert m.compare_csv(str(euro), str(latin)) == 1.0
+    assert m.compare_csv(str(result), [str(latin), str(gold)], ignore_case=True, strict=False) == 1.0
+    assert m.compare_csv(str(result), [str(latin)]) == 0.0

@@ -13,7 +13,7 @@ import pytest
 from helpers.osworld_standin import StandIn, Web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openpyxl.styles import Font
+from openpyxl.styles import Font, PatternFill
 
 from cua_cli._util.budget import Budget
 from cua_cli.errors import EvalError
@@ -157,8 +157,10 @@ def test_cells_are_read_from_the_files_xml_as_osworld_reads_them(tmp_path):
     openpyxl.Workbook().save(inline)
     wb = openpyxl.load_workbook(inline)
     wb.active["A1"] = "text"
+    wb.active["A2"] = " spaced "
     wb.save(inline)
-    assert read_cell_value(str(inline), "Sheet", "A1") is None  # text kept inline in the cell: OSWorld reads None
+    assert read_cell_value(str(inline), "Sheet", "A1") == "text"  # kept inline in the cell, as openpyxl writes
+    assert read_cell_value(str(inline), "Sheet", "A2") is None  # xml:space on it: OSWorld's reading matches no text
     assert read_cell_value(path, "S", "B1") == 3.0      # a number, as a float
     assert read_cell_value(path, "S", "A2") is None     # a formula nobody has computed: no cached value
     assert read_cell_value(path, "S", "Z9") is None     # no such cell
@@ -170,8 +172,10 @@ def test_cells_are_read_from_the_files_xml_as_osworld_reads_them(tmp_path):
         z.writestr("xl/workbook.xml", f'<workbook {ns}><sheets><sheet name="Q" sheetId="7"/></sheets></workbook>')
         z.writestr("xl/sharedStrings.xml", f'<sst {ns}><si><r><t>Main</t></r><r><t> Road</t></r></si></sst>')
         z.writestr("xl/worksheets/sheet7.xml", f'<worksheet {ns}><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c>'
-                   '<c r="B1" t="str"><f>A1</f><v>cached</v></c><c r="C1" t="b"><v>1</v></c></row></sheetData></worksheet>')
-    assert [read_cell_value(str(hand), "Q", c) for c in ("A1", "B1", "C1")] == ["Main Road", "cached", None]
+                   '<c r="B1" t="str"><f>A1</f><v>cached</v></c><c r="C1" t="b"><v>1</v></c>'
+                   '<c r="D1" t="e"><f>1/0</f><v>#DIV/0!</v></c></row></sheetData></worksheet>')
+    assert [read_cell_value(str(hand), "Q", c) for c in ("A1", "B1", "C1", "D1")] == [
+        "Main Road", "cached", None, "#DIV/0!"]
     with pytest.raises(ValueError, match="no cell reference"):
         read_cell_value(str(hand), "Q", "A1:B2")
 
@@ -195,6 +199,34 @@ def test_sheet_fuzzy_check_cell_freeze_and_zoom(tmp_path):
     zoom = {"type": "zoom", "sheet_idx": "RNSheet1", "method": "gt", "ref": 120}
     assert compare_table(result, gold, rules=[zoom]) == 1.0
     assert compare_table(gold, gold, rules=[zoom]) == 0.0  # no zoom set: 100
+
+
+def test_check_cell_reads_fills_fonts_and_merges_as_osworlds_current_code(tmp_path):
+    """As desktop-env 1.0.2 (OSWorld-Verified's code): a solid fill's colour is its fgColor, for
+    bgcolor and fgcolor alike (the gold file of such a task, copied, must score 1); a style that cannot
+    be read (a font without a colour) is None for the rule to judge, not an error; merge says whether
+    the cell is covered by a merged range."""
+    path = tmp_path / "fill.xlsx"
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Sheet1"
+    ws.append(["Name", "Total"])
+    ws.append(["a", 1])
+    ws["B2"].fill = PatternFill(fill_type="solid", fgColor="FFFFFF00")  # yellow, as LibreOffice saves it
+    ws["A2"].font = Font(bold=True)  # no colour
+    ws.merge_cells("A3:B3")
+    ws["A3"] = "merged"
+    wb.save(path)
+
+    def check(coordinate, **props):
+        rule = {"type": "check_cell", "sheet_idx": "RNSheet1", "coordinate": coordinate,
+                "props": {k: {"method": "eq", "ref": v} for k, v in props.items()}}
+        return compare_table(str(path), str(path), rules=[rule])
+
+    assert check("B2", bgcolor="FFFFFF00", fgcolor="FFFFFF00", fill_type="patternFill") == 1.0
+    assert check("B2", bgcolor="00000000") == 0.0  # the pattern's background colour is not what is read
+    assert check("A2", font_color=None) == 1.0 and check("A2", font_color="FF000000") == 0.0
+    assert check("B3", merge=True) == 1.0 and check("A2", merge=False) == 1.0
 
 
 def test_the_support_check_names_what_cua_lacks():

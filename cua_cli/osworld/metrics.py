@@ -43,15 +43,21 @@ MAX_FILE_BYTES = 256 << 20
 
 # -- reading results
 
-def _text(path) -> Optional[str]:
-    """A result file's text with universal newlines; None when there is no file."""
+def _text(path, latin1: bool = False) -> Optional[str]:
+    """A result file's text with universal newlines; None when there is no file. Bytes that are not
+    UTF-8 stay as surrogate escapes, or with `latin1` the whole file is read as Latin-1 (how OSWorld's
+    compare_csv reads a CSV saved as cp1252 or any other code page)."""
     if not path:
         return None
     with open(path, "rb") as f:
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"{path} is larger than {MAX_FILE_BYTES} bytes")
-    return data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        text = data.decode("utf-8", "strict" if latin1 else "surrogateescape")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _lines(text: str) -> list[str]:
@@ -201,19 +207,22 @@ def check_line_number(path, line_number=None) -> float:
 
 
 def compare_csv(result, expected=None, **options) -> float:
-    """The files' lines are equal; `strict: false` strips each line, `ignore_case` folds case."""
-    text = _text(result)
+    """The files' lines equal those of the expected file (of any of them, given a list); `strict:
+    false` strips each line, `ignore_case` folds case. Each file is UTF-8, or else Latin-1."""
+    text = _text(result, latin1=True)
     if text is None:
         return 0.0
-    gold = _text(expected)
-    if gold is None:
+    golds = expected if isinstance(expected, list) else [expected]
+    if not any(golds):
         raise ValueError("compare_csv: the task gives no expected file")
-    a, b = _lines(text), _lines(gold)
-    if not options.get("strict", True):
-        a, b = [x.strip() for x in a], [x.strip() for x in b]
-    if options.get("ignore_case", False):
-        a, b = [x.lower() for x in a], [x.lower() for x in b]
-    return float(a == b)
+
+    def lines(text: str) -> list[str]:
+        out = _lines(text)
+        if not options.get("strict", True):
+            out = [x.strip() for x in out]
+        return [x.lower() for x in out] if options.get("ignore_case", False) else out
+    return float(any(gold is not None and lines(text) == lines(gold)
+                     for gold in (_text(path, latin1=True) for path in golds if path)))
 
 
 def check_csv(result, rules=None) -> float:

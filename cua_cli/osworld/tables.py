@@ -28,7 +28,7 @@ from .values import match_value, similarity
 RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell", "chart",
          "pivot_table")
 CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
-               "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink")
+               "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink", "merge")
 MAX_CSV_BYTES = 256 << 20
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _COORDINATE = re.compile(r"[A-Z]{1,3}[1-9][0-9]{0,6}")
@@ -226,16 +226,26 @@ def _check_cell(books: _Books, rule: dict) -> bool:
 
 
 def _cell_style(prop: str, cell) -> Any:
-    """A style property of a cell as OSWorld reads it: None for an empty cell (and for a number
-    format of a cell that holds no number)."""
+    """A style property of a cell as OSWorld's check_cell reads it: None for an empty cell (and for a
+    number format of a cell that holds no number), and None for one it cannot read (a font without a
+    colour), which the rule then judges."""
     if prop not in CELL_STYLES:
         raise ValueError(f"check_cell: style {prop!r} is not one of {', '.join(CELL_STYLES)}")
-    if prop in ("fill_type", "bgcolor", "fgcolor"):
-        try:
-            return {"fill_type": lambda: cell.fill.tagname, "bgcolor": lambda: cell.fill.bgColor.rgb,
-                    "fgcolor": lambda: cell.fill.fgColor.rgb}[prop]()
-        except Exception:
-            return None
+    try:
+        return _read_style(prop, cell)
+    except Exception:  # noqa: BLE001 - whatever openpyxl raises on a style it lacks, OSWorld reads as None
+        return None
+
+
+def _read_style(prop: str, cell) -> Any:
+    if prop == "merge":
+        from openpyxl.cell.cell import MergedCell
+
+        return isinstance(cell, MergedCell)
+    if prop == "fill_type":
+        return cell.fill.tagname
+    if prop in ("bgcolor", "fgcolor"):  # a solid fill's colour is its fgColor: OSWorld reads that for both
+        return cell.fill.fgColor.rgb
     if cell.value is None:
         return None
     if prop == "number_format":
@@ -341,7 +351,10 @@ _RULES = {"sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _
 
 def read_cell_value(book: str, sheet: str, coordinate: str):
     """A cell's cached value as the file stores it (formulas are not evaluated): a float for a
-    number, the text of a shared or formula string, None for anything else or no such cell.
+    number; the text of a shared, formula or inline string (openpyxl and pandas write inline ones);
+    an error cell's code (#DIV/0!); None for no such cell. An inline string whose text element has
+    attributes (xml:space, for text with leading or trailing spaces) is None: OSWorld's XML reading
+    turns it into a mapping that equals no text.
 
     As OSWorld finds a sheet: by its sheetId, as `xl/worksheets/sheet<id>.xml`."""
     if not _COORDINATE.fullmatch(coordinate):
@@ -366,8 +379,11 @@ def read_cell_value(book: str, sheet: str, coordinate: str):
             return float(value)
         if kind == "s":
             return strings[int(value)]
-        if kind == "str":
+        if kind in ("str", "e"):
             return value
+        if kind == "inlineStr":
+            text = cell.find(f"{_MAIN}is/{_MAIN}t")
+            return None if text is None or text.attrib else text.text
     except (TypeError, ValueError, IndexError):
         return None
     return None
