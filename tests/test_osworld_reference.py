@@ -137,3 +137,30 @@ def test_the_reference_is_osworlds_code_and_tells_a_wrong_reading_apart(tmp_path
     with pytest.raises(AttributeError):
         utils._read_cell_style("font_color", ws["A1"])
     assert _cell_style("font_color", ws["A1"]) is None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sheet=SHEETS, data=st.data())
+def test_sheet_data_and_names_score_as_osworlds_compare_table(tmp_path, sheet, data):
+    """The result book against a gold book that is the same or a little off: a value changed, a
+    number moved below or above the rule's precision, a sheet renamed."""
+    table = reference("table")
+    result = _book(tmp_path / "result.xlsx", sheet)
+    gold_values = dict(sheet["values"])
+    if gold_values and data.draw(st.booleans()):
+        coordinate = data.draw(st.sampled_from(sorted(gold_values)))
+        value = gold_values[coordinate]
+        gold_values[coordinate] = (value + data.draw(st.sampled_from([1e-6, 1e-3, 1]))
+                                   if isinstance(value, (int, float)) and not isinstance(value, bool)
+                                   else data.draw(VALUES))
+    gold = _book(tmp_path / "gold.xlsx", {**sheet, "values": gold_values})
+    if data.draw(st.booleans()):
+        wb = openpyxl.load_workbook(gold)
+        wb.active.title = "Other"
+        wb.save(gold)
+    rules = [{"type": "sheet_name"},
+             {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0",
+              "precision": data.draw(st.sampled_from([None, 2, 4]))}]
+    rules = [{k: v for k, v in r.items() if v is not None} for r in rules]
+    for chosen in ([rules[0]], [rules[1]], rules):
+        assert compare_table(result, gold, rules=chosen) == table.compare_table(result, gold, rules=chosen), chosen
