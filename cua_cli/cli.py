@@ -353,10 +353,10 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, session, 
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
     if backend == "desktop":
         from .envserver.desktop import serve as serve_desktops
-        from .envserver.desktop.limits import GIB, Limits
+        from .envserver.desktop.limits import GIB, DesktopQuota
 
-        limits = Limits(memory=int(memory_limit * GIB), processes=process_limit, cpu_weight=cpu_weight,
-                        disk=int(disk_limit * GIB), min_free_disk=int(disk_limit * GIB), enforce=not no_limits)
+        limits = DesktopQuota(memory=int(memory_limit * GIB), processes=process_limit, cpu_weight=cpu_weight,
+                              disk=int(disk_limit * GIB), min_free_disk=int(disk_limit * GIB), enforce=not no_limits)
         serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose, session=session,
                        limits=limits)
     else:

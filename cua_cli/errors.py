@@ -9,7 +9,7 @@
       FleetError              the fleet could not be started, reloaded or stopped
       FleetFileError          a fleet file that is missing or not one
       SinkUnavailable         a sink that cannot take trajectories now (a database down)
-      EpisodeEnd              ends an episode with its own stop reason, outcome "error"
+      EpisodeEnd              ends an episode with its own stop reason, outcome "error" (but one)
         InfraError            a remote service failed: retried by the queue
           EnvError              env_error
           ModelError            model_error
@@ -17,6 +17,7 @@
         BadTask               bad_task: a task that cannot be played, never retried
           TaskRefused           ... because the env refused to set it up
         EpisodeTimeout        timeout: the episode deadline
+        DesktopLimit          desktop_limit: a desktop hit a limit of its host; outcome "failure"
         Stopped               interrupted: the run is stopping (Ctrl-C)
       AgentMistake            the agent's: part of the episode, never outcome "error"
         ParseError            an answer that does not parse

@@ -22,7 +22,7 @@ from helpers.servers import RawServer
 
 from cua_cli._util.budget import Budget
 from cua_cli._util.httpclient import Client
-from cua_cli.envserver.desktop.limits import GIB, Cgroup, Cgroups, Limits, LimitSetupError, host_shortage
+from cua_cli.envserver.desktop.limits import GIB, Cgroup, Cgroups, DesktopQuota, LimitSetupError, host_shortage
 from cua_cli.envserver.desktop.pool import DesktopPool, PoolFull
 from cua_cli.errors import DesktopLimit, EnvError
 from cua_cli.osworld.allocation import Allocator
@@ -142,10 +142,11 @@ class _Poller(threading.Thread):
 
 
 def test_a_host_short_of_memory_or_disk_starts_no_desktop_and_says_why(tmp_path):
-    starved = Limits(min_free_memory=1 << 60, enforce=False)
+    starved = DesktopQuota(min_free_memory=1 << 60, enforce=False)
     assert host_shortage(starved, tmp_path).startswith("host short of memory")
-    assert host_shortage(Limits(min_free_memory=0, min_free_disk=1 << 60), tmp_path).startswith("host short of disk")
-    assert host_shortage(Limits(min_free_memory=0, min_free_disk=0), tmp_path) is None
+    no_disk = DesktopQuota(min_free_memory=0, min_free_disk=1 << 60)
+    assert host_shortage(no_disk, tmp_path).startswith("host short of disk")
+    assert host_shortage(DesktopQuota(min_free_memory=0, min_free_disk=0), tmp_path) is None
     pool = DesktopPool(tmp_path, "127.0.0.1", (800, 600), limit=2, warm=0, limits=starved)
     try:
         with pytest.raises(PoolFull, match="host short of memory"):
@@ -210,7 +211,7 @@ def test_v1_groups_nest_under_the_servers_own_groups_even_in_a_container(tmp_pat
     assert not groups.v2
     assert groups.parents["memory"] == tmp_path / "memory" / "cua-desktops-1"
     assert groups.parents["cpu"] == tmp_path / "cpu,cpuacct" / "cua-desktops-1"
-    group = groups.create("d1", Limits(memory=GIB, processes=500, cpu_weight=50))
+    group = groups.create("d1", DesktopQuota(memory=GIB, processes=500, cpu_weight=50))
     assert (group.dirs["memory"] / "memory.limit_in_bytes").read_text() == f"{GIB}\n"
     assert (group.dirs["pids"] / "pids.max").read_text() == "500\n"
     assert (group.dirs["cpu"] / "cpu.shares").read_text() == "512\n"
@@ -235,7 +236,7 @@ def test_v2_groups_get_their_controllers_handed_down(tmp_path):
     assert (parent.parent / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
     (parent / "d1").mkdir()
     (parent / "d1" / "memory.swap.max").write_text("max\n")
-    group = groups.create("d1", Limits(memory=2 * GIB, processes=100, cpu_weight=300))
+    group = groups.create("d1", DesktopQuota(memory=2 * GIB, processes=100, cpu_weight=300))
     assert {f: (parent / "d1" / f).read_text() for f in ("memory.max", "memory.swap.max", "pids.max", "cpu.weight")} \
         == {"memory.max": f"{2 * GIB}\n", "memory.swap.max": "0\n", "pids.max": "100\n", "cpu.weight": "300\n"}
     (parent / "d1" / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n")
@@ -253,4 +254,4 @@ def test_a_host_with_no_pids_controller_is_refused_by_name(tmp_path):
 
 
 def test_a_group_that_is_gone_already_is_removed_quietly(tmp_path):
-    Cgroup({"memory": tmp_path / "gone", "pids": tmp_path / "gone", "cpu": tmp_path / "gone"}, True, Limits()).remove()
+    Cgroup(dict.fromkeys(("memory", "pids", "cpu"), tmp_path / "gone"), True, DesktopQuota()).remove()

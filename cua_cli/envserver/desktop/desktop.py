@@ -13,14 +13,15 @@ from pathlib import Path
 from cua_cli.envserver.desktop.api import DesktopHandler
 from cua_cli.envserver.desktop.client import ExecutorClient
 from cua_cli.envserver.desktop.httpbase import APIServer
-from cua_cli.envserver.desktop.limits import Cgroups, Limits
+from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota
 from cua_cli.envserver.desktop.ports import PublishedPorts
 from cua_cli.envserver.desktop.sandbox import Sandbox
 
 
 class LocalDesktop:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False,
-                 session: str = "gnome", limits: Limits = Limits(enforce=False), cgroups: Cgroups | None = None):
+                 session: str = "gnome", limits: DesktopQuota = DesktopQuota(enforce=False),
+                 cgroups: Cgroups | None = None):
         self.id = str(uuid.uuid4())
         self.created = time.time()
         self.last_used = time.monotonic()

@@ -20,7 +20,7 @@ CONTROLLERS = ("memory", "pids", "cpu")
 
 
 @dataclass(frozen=True)
-class Limits:
+class DesktopQuota:
     memory: int = 2 * GIB        # bytes of RAM (page cache and tmpfs files included)
     processes: int = 2048        # tasks (threads count, as the kernel counts them)
     cpu_weight: int = 100        # cgroup v2's cpu.weight: 100 is one busy process's share
@@ -41,7 +41,7 @@ def describe_bytes(n: int) -> str:
 # -- the host -----------------------------------------------------------------------------------------
 
 
-def host_shortage(limits: Limits, workdir: Path) -> str | None:
+def host_shortage(limits: DesktopQuota, workdir: Path) -> str | None:
     """Why a new desktop would not fit on this host now (None: it would)."""
     available = _mem_available()
     if available is not None and available < limits.min_free_memory:
@@ -71,7 +71,7 @@ def _mem_available() -> int | None:
 class Cgroup:
     """One desktop's group: a folder per controller (v1) or one folder (v2)."""
 
-    def __init__(self, dirs: dict[str, Path], v2: bool, limits: Limits):
+    def __init__(self, dirs: dict[str, Path], v2: bool, limits: DesktopQuota):
         self.dirs, self.v2, self.limits = dirs, v2, limits
 
     def add(self, pid: int) -> None:
@@ -158,7 +158,7 @@ class Cgroups:
                 "in a group of its own with delegation, e.g. systemd-run --scope -p Delegate=yes") from None
         return cls({c: parent for c in CONTROLLERS}, v2=True)
 
-    def create(self, name: str, limits: Limits) -> Cgroup:
+    def create(self, name: str, limits: DesktopQuota) -> Cgroup:
         dirs = {c: self.parents[c] / name for c in CONTROLLERS}
         for d in set(dirs.values()):
             _mkdir(d)

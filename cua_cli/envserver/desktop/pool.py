@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cua_cli.envserver.desktop.desktop import LocalDesktop
-from cua_cli.envserver.desktop.limits import Cgroups, Limits, host_shortage
+from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota, host_shortage
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Lease:
 
 class DesktopPool:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], limit: int, warm: int,
-                 verbose: bool = False, session: str = "gnome", limits: Limits = Limits(enforce=False),
+                 verbose: bool = False, session: str = "gnome", limits: DesktopQuota = DesktopQuota(enforce=False),
                  cgroups: Cgroups | None = None):
         self.workdir, self.host, self.screen, self.verbose, self.session = workdir, host, screen, verbose, session
         self.limits, self.cgroups = limits, cgroups

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from cua_cli.envserver.desktop.limits import DISK_FULL_BYTES, Cgroups, Limits, describe_bytes
+from cua_cli.envserver.desktop.limits import DISK_FULL_BYTES, Cgroups, DesktopQuota, describe_bytes
 
 GUEST = Path(__file__).resolve().parent / "guest"
 UID_SPAN = 65536
@@ -44,14 +44,14 @@ def _python_dirs() -> list[str]:
 
 class Sandbox:
     def __init__(self, workdir: Path, screen: tuple[int, int], session: str = "gnome", ready_timeout: float = 180.0,
-                 limits: Limits = Limits(enforce=False), cgroups: Cgroups | None = None):
+                 limits: DesktopQuota = DesktopQuota(enforce=False), cgroups: Cgroups | None = None):
         with _slot_lock:
             slot = _base_slot + next(_slots) % 60000
         self.uid_base = slot * UID_SPAN
         self.dir = workdir
         self.screen = screen
         self.session = session
-        self.limits = limits if cgroups is not None else Limits(enforce=False)
+        self.limits = limits if cgroups is not None else DesktopQuota(enforce=False)
         self._cgroups = cgroups
         self.cgroup = None
         self.launcher: subprocess.Popen | None = None

@@ -14,7 +14,7 @@ from pathlib import Path
 from cua_cli._util.signals import serve_until_stopped
 from cua_cli.envserver.desktop.dart import DartHandler
 from cua_cli.envserver.desktop.httpbase import APIServer
-from cua_cli.envserver.desktop.limits import Cgroups, Limits, LimitSetupError
+from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota, LimitSetupError
 from cua_cli.envserver.desktop.pool import DesktopPool
 from cua_cli.errors import InputError
 
@@ -54,7 +54,7 @@ def remove_orphans(parent: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def host_cgroups(limits: Limits) -> Cgroups | None:
+def host_cgroups(limits: DesktopQuota) -> Cgroups | None:
     """The cgroups this server's desktops go in, once it is sure it can also build their disks."""
     if not limits.enforce:
         return None
@@ -70,7 +70,8 @@ def host_cgroups(limits: Limits) -> Cgroups | None:
 
 def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
                 screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-                workdir: str | None = None, session: str = "gnome", limits: Limits = Limits()) -> DesktopEnvServer:
+                workdir: str | None = None, session: str = "gnome",
+                limits: DesktopQuota = DesktopQuota()) -> DesktopEnvServer:
     """Bind the allocation server (port 0: a free one) and start filling the warm pool."""
     token = os.environ.get(token_env, "") if token_env else ""
     if not token:
@@ -105,7 +106,7 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
 
 def serve(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
           screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-          workdir: str | None = None, session: str = "gnome", limits: Limits = Limits()) -> None:
+          workdir: str | None = None, session: str = "gnome", limits: DesktopQuota = DesktopQuota()) -> None:
     server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir, session, limits)
 
     try:
