@@ -178,6 +178,16 @@ def test_cells_are_read_from_the_files_xml_as_osworld_reads_them(tmp_path):
         "Main Road", "cached", None, "#DIV/0!"]
     with pytest.raises(ValueError, match="no cell reference"):
         read_cell_value(str(hand), "Q", "A1:B2")
+    # An empty shared string (<t/>): OSWorld's reading of the shared strings fails as a whole, so no
+    # text cell of that book has a value.
+    empty = tmp_path / "empty.xlsx"
+    with zipfile.ZipFile(hand) as src, zipfile.ZipFile(empty, "w") as z:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "xl/sharedStrings.xml":
+                data = data.replace(b"</sst>", b"<si><t/></si></sst>")
+            z.writestr(name, data)
+    assert [read_cell_value(str(empty), "Q", c) for c in ("A1", "B1")] == [None, "cached"]
 
 
 def test_sheet_fuzzy_check_cell_freeze_and_zoom(tmp_path):

@@ -394,7 +394,10 @@ def _shared_strings(z: zipfile.ZipFile) -> list[str]:
         root = ElementTree.fromstring(z.read("xl/sharedStrings.xml"))
     except KeyError:
         return []
-    return ["".join(t.text or "" for t in si.iter(f"{_MAIN}t")) for si in root.findall(f"{_MAIN}si")]
+    texts = [[t.text for t in si.iter(f"{_MAIN}t")] for si in root.findall(f"{_MAIN}si")]
+    if any(text is None for parts in texts for text in parts):
+        return []  # OSWorld's join fails on an empty text element, and it then reads no shared string at all
+    return ["".join(parts) for parts in texts]
 
 
 def _nth(names: list, i: int) -> str:
