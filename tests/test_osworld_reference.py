@@ -139,6 +139,7 @@ def test_the_reference_is_osworlds_code_and_tells_a_wrong_reading_apart(tmp_path
     assert _cell_style("font_color", ws["A1"]) is None
 
 
+@pytest.mark.slow  # a long property search over real files
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sheet=SHEETS, data=st.data())
 def test_sheet_data_and_names_score_as_osworlds_compare_table(tmp_path, sheet, data):
@@ -164,3 +165,103 @@ def test_sheet_data_and_names_score_as_osworlds_compare_table(tmp_path, sheet, d
     rules = [{k: v for k, v in r.items() if v is not None} for r in rules]
     for chosen in ([rules[0]], [rules[1]], rules):
         assert compare_table(result, gold, rules=chosen) == table.compare_table(result, gold, rules=chosen), chosen
+
+
+RUNS = st.lists(st.tuples(st.sampled_from(["Hello", "World", "", "Hi there"]), st.sampled_from([None, True, False]),
+                          st.sampled_from([None, True, False]), st.sampled_from([None, "single", True, False]),
+                          st.sampled_from([None, 18, 24]), st.sampled_from([None, "FF0000", "00AA00"])),
+                min_size=1, max_size=2)
+BOX = st.tuples(st.sampled_from([914400, 1000000]), st.sampled_from([914400, 2000000]),
+                st.lists(st.tuples(RUNS, st.sampled_from([None, "center", "left"]), st.sampled_from([0, 1])),
+                         min_size=1, max_size=2))
+SLIDE = st.fixed_dictionaries({"boxes": st.lists(BOX, min_size=1, max_size=2),
+                               "table": st.one_of(st.none(), st.tuples(st.integers(1, 2), st.integers(1, 2))),
+                               "note": st.sampled_from([None, "", "note"]),
+                               "background": st.sampled_from([None, "FFFFFF", "112233"])})
+# What the agent's deck may differ in: a shape moved within or beyond 0.5%, a run's flags flipped
+# between on, off and unset, a run split in two, a word changed, a paragraph added, nothing.
+CHANGES = ["none", "move_within", "move_beyond", "bold", "underline", "split", "text", "paragraph", "note"]
+
+
+def _deck(path, slides) -> str:
+    from pptx import Presentation
+    from pptx.dml.color import RGBColor
+    from pptx.enum.text import PP_ALIGN
+    from pptx.util import Emu, Pt
+
+    prs = Presentation()
+    for spec in slides:
+        slide = prs.slides.add_slide(prs.slide_layouts[6])
+        if spec["background"]:
+            slide.background.fill.solid()
+            slide.background.fill.fore_color.rgb = RGBColor.from_string(spec["background"])
+        for left, top, paragraphs in spec["boxes"]:
+            frame = slide.shapes.add_textbox(Emu(left), Emu(top), Emu(3000000), Emu(600000)).text_frame
+            for i, (runs, align, level) in enumerate(paragraphs):
+                p = frame.paragraphs[0] if i == 0 else frame.add_paragraph()
+                p.level = level
+                if align:
+                    p.alignment = PP_ALIGN.CENTER if align == "center" else PP_ALIGN.LEFT
+                for text, bold, italic, underline, size, colour in runs:
+                    r = p.add_run()
+                    r.text = text
+                    r.font.bold, r.font.italic = bold, italic
+                    r.font.underline = underline if underline != "single" else True
+                    if size:
+                        r.font.size = Pt(size)
+                    if colour:
+                        r.font.color.rgb = RGBColor.from_string(colour)
+        if spec["table"]:
+            rows, cols = spec["table"]
+            table = slide.shapes.add_table(rows, cols, Emu(914400), Emu(3000000), Emu(4000000), Emu(800000)).table
+            table.cell(0, 0).text = "cell"
+        if spec["note"] is not None:
+            slide.notes_slide.notes_text_frame.text = spec["note"]
+    prs.save(path)
+    return str(path)
+
+
+def _changed(slides, change: str, data):
+    import copy
+
+    out = copy.deepcopy(slides)
+    spec = data.draw(st.sampled_from(out))
+    i = data.draw(st.integers(0, len(spec["boxes"]) - 1))
+    left, top, paragraphs = spec["boxes"][i]
+    runs = paragraphs[0][0]
+    text, bold, italic, underline, size, colour = runs[0]
+    if change == "move_within":
+        left = int(left * 1.003)
+    elif change == "move_beyond":
+        left = int(left * 1.05)
+    elif change == "bold":
+        runs[0] = (text, {None: False, False: None, True: None}[bold], italic, underline, size, colour)
+    elif change == "underline":
+        runs[0] = (text, bold, italic, {None: True, True: False, False: None, "single": None}[underline], size, colour)
+    elif change == "split" and len(text) > 2:
+        runs[0:1] = [(text[:2], bold, italic, underline, size, colour),
+                     (text[2:], bold, italic, underline, size, colour)]
+    elif change == "text":
+        runs[0] = ("Changed", bold, italic, underline, size, colour)
+    elif change == "paragraph":
+        paragraphs.append(([("", None, None, None, None, None)], None, 0))
+    elif change == "note":
+        spec["note"] = "another note"
+    spec["boxes"][i] = (left, top, paragraphs)
+    return out
+
+
+@pytest.mark.slow  # a long property search over real files
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(slides=st.lists(SLIDE, min_size=1, max_size=2), change=st.sampled_from(CHANGES), data=st.data(),
+       options=st.fixed_dictionaries({}, optional={"examine_shape": st.booleans(), "examine_font_bold": st.booleans(),
+                                                   "examine_alignment": st.booleans(),
+                                                   "approximately_tolerance": st.sampled_from([0.001, 0.01])}))
+def test_compare_pptx_files_scores_as_osworlds(tmp_path, slides, change, data, options):
+    from cua_cli.osworld.slides import compare_pptx_files
+
+    slides_ref = reference("slides")
+    result = _deck(tmp_path / "result.pptx", _changed(slides, change, data))
+    gold = _deck(tmp_path / "gold.pptx", slides)
+    theirs = slides_ref.compare_pptx_files(result, gold, enable_debug=False, **options)
+    assert compare_pptx_files(result, gold, **options) == float(theirs), (change, options)

@@ -1,17 +1,20 @@
 """OSWorld's slide-deck metric, `compare_pptx_files(result, expected, **options)`: 1 when the
-agent's deck matches the gold deck in everything OSWorld's version looks at, else 0.
+agent's deck matches the gold deck in everything OSWorld's current version (desktop-env 1.0.2)
+looks at, else 0.
 
 It looks at what python-pptx shows (the `office` extra, imported when a deck is scored), slide by
-slide and shape by shape, pairing them in order (a deck with an extra shape is compared on the
-shapes both have): the number of slides, each slide's notes, each shape's place and size, each
-text's paragraphs (alignment, text, level) and runs (font name, size, bold, italic, RGB color,
-underline, strike-through) and the slide's bullets. Options turn checks off (`examine_<what>:
-false`) or turn on OSWorld's position checks written for single tasks, which this module keeps
-as OSWorld has them (the literal texts, slide numbers and EMU bounds are those tasks' facts).
-A key OSWorld does not read (its tasks hold a misspelt `examine_aligment`) changes nothing.
+slide and shape by shape, pairing them in order: the number of slides, each slide's background
+colour and notes, the number of shapes, each shape's place and size (equal within
+`approximately_tolerance`, 0.5% by default), tables cell by cell, each text's paragraphs (their
+number, alignment, text, level) and runs (their number, font name, size, bold, italic, RGB colour,
+underline, strike-through), the slide's bullets, and the text of every text shape including those
+inside groups. Options turn checks off (`examine_<what>: false`) or turn on OSWorld's position
+checks written for single tasks, which this module keeps as OSWorld has them (the literal texts,
+slide numbers and EMU bounds are those tasks' facts). A key OSWorld does not read (its tasks hold a
+misspelt `examine_aligment`) changes nothing. Unset and off are the same for bold and italic, and
+for underline unset is the same as off but not as on, as in OSWorld.
 
-OSWorld also compares slide backgrounds, but its check sets the fill it reads and so always
-passes; it is left out. A deck the agent left unreadable scores 0; an unreadable gold deck raises.
+A deck the agent left unreadable scores 0; an unreadable gold deck raises.
 """
 
 from xml.etree import ElementTree
@@ -25,9 +28,11 @@ _DEFAULTS = {
     "examine_color_rgb": True, "examine_font_underline": True, "examine_strike_through": True,
     "examine_alignment": True, "examine_title_bottom_position": False, "examine_table_bottom_position": False,
     "examine_right_position": False, "examine_top_position": False, "examine_shape_for_shift_size": False,
-    "examine_image_size": False, "examine_modify_height": False, "examine_bullets": True, "examine_note": True,
+    "examine_image_size": False, "examine_modify_height": False, "examine_bullets": True,
+    "examine_background_color": True, "examine_note": True,
 }
 _FREEFORM, _PICTURE, _TABLE = 5, 13, 19  # python-pptx's MSO_SHAPE_TYPE values OSWorld tests for
+_SOLID, _INHERITED = 1, 5                # MSO_FILL: a solid background, or the master's
 
 
 def compare_pptx_files(result, expected=None, **options) -> float:
@@ -41,15 +46,51 @@ def compare_pptx_files(result, expected=None, **options) -> float:
         return 0.0
     gold = Presentation(checked(expected))
     on = {k: options.get(k, v) for k, v in _DEFAULTS.items()}
+    tolerance = options.get("approximately_tolerance", 0.005)
     if on["examine_number_of_slides"] and len(mine.slides) != len(gold.slides):
         return 0.0
     for number, (a, b) in enumerate(zip(mine.slides, gold.slides), start=1):
-        if on["examine_note"] and _notes(a) != _notes(b):
+        if not _slides_match(a, b, number, on, tolerance):
             return 0.0
-        for s1, s2 in zip(a.shapes, b.shapes):
-            if not _shapes_match(s1, s2, number, on):
-                return 0.0
     return 1.0
+
+
+def _slides_match(a, b, number: int, on: dict, tolerance: float) -> bool:
+    if on["examine_background_color"] and _background(a) != _background(b):
+        return False
+    if on["examine_note"] and _notes(a) != _notes(b):
+        return False
+    if len(a.shapes) != len(b.shapes):
+        return False
+    for s1, s2 in zip(a.shapes, b.shapes):
+        if not _positions_match(s1, s2, number, on, tolerance):
+            return False
+        if s1.shape_type == _TABLE and not _tables_match(s1, s2, on):
+            return False
+        if _has_text(s1) and _has_text(s2) and not _texts_match(s1, s2, on):
+            return False
+    texts1, texts2 = _text_shapes(a.shapes), _text_shapes(b.shapes)
+    if len(texts1) != len(texts2):
+        return False
+    if on["examine_alignment"]:  # every text shape again, those inside groups too
+        for t1, t2 in zip(texts1, texts2):
+            if on["examine_text"] and t1.text.strip() != t2.text.strip():
+                return False
+            if len(t1.text_frame.paragraphs) != len(t2.text_frame.paragraphs):
+                return False
+            if any(_alignment(p1) != _alignment(p2)
+                   for p1, p2 in zip(t1.text_frame.paragraphs, t2.text_frame.paragraphs)):
+                return False
+    return True
+
+
+def _background(slide):
+    """The slide's solid background colour, its master's when it inherits one, else None.
+    (python-pptx gives a slide without a background of its own an inheriting one as it reads it.)"""
+    fill = slide.background.fill
+    if fill.type == _INHERITED:
+        fill = slide.slide_layout.slide_master.background.fill
+    return fill.fore_color.rgb if fill.type == _SOLID else None
 
 
 def _notes(slide) -> str:
@@ -58,111 +99,197 @@ def _notes(slide) -> str:
     return slide.notes_slide.notes_text_frame.text.strip()
 
 
-def _placed_alike(s1, s2) -> bool:
-    return (s1.left, s1.top, s1.width, s1.height) == (s2.left, s2.top, s2.width, s2.height)
-
-
 def _has_text(shape) -> bool:
     return hasattr(shape, "text")
 
 
-def _shapes_match(s1, s2, slide_number: int, on: dict) -> bool:
-    if not _positions_match(s1, s2, slide_number, on):
-        return False
-    if not (_has_text(s1) and _has_text(s2)):
+def _text_shapes(shapes) -> list:
+    out = []
+    for shape in shapes:
+        if _has_text(shape) and hasattr(shape, "text_frame"):
+            out.append(shape)
+        if hasattr(shape, "shapes"):  # a group
+            out.extend(_text_shapes(shape.shapes))
+    return out
+
+
+def _near(a: int, b: int, tolerance: float) -> bool:
+    if a == b:
         return True
-    if on["examine_text"] and s1.text.strip() != s2.text.strip():
+    if a == 0 or b == 0:
         return False
-    for p1, p2 in zip(s1.text_frame.paragraphs, s2.text_frame.paragraphs):
-        if on["examine_alignment"] and p1.alignment != p2.alignment:
-            return False
-        if on["examine_text"] and p1.text != p2.text:
-            return False
-        if on["examine_indent"] and p1.level != p2.level:
-            return False
-        for r1, r2 in zip(p1.runs, p2.runs):
-            if not _runs_match(r1, r2, on):
-                return False
-    return True
+    return abs(a - b) / max(abs(a), abs(b)) <= tolerance
 
 
-def _positions_match(s1, s2, n: int, on: dict) -> bool:
+def _positions_match(s1, s2, n: int, on: dict, tolerance: float) -> bool:
     """OSWorld's shape checks, in its order; each task-specific one names the shape it was written
-    for and otherwise asks for the same place and size."""
+    for and otherwise asks for about the same place and size."""
+    def placed_alike() -> bool:
+        return all(_near(getattr(s1, k), getattr(s2, k), tolerance) for k in ("left", "top", "width", "height"))
+
     if on["examine_title_bottom_position"]:
         if _has_text(s1) and _has_text(s2) and s1.text == s2.text:
             if s1.text == "Product Comparison" and (s1.top <= s2.top or s1.top < 3600000):
                 return False
-        elif not _placed_alike(s1, s2):
+        elif not placed_alike():
             return False
     if on["examine_table_bottom_position"]:
         if n == 3 and s1.shape_type == _TABLE and s2.shape_type == _TABLE:
             if s1.top <= s2.top or s1.top < 3600000:
                 return False
-        elif not _placed_alike(s1, s2):
+        elif not placed_alike():
             return False
     if on["examine_right_position"] and n == 2 and not _has_text(s1) and not _has_text(s2):
         if s1.left <= s2.left or s1.left < 4320000:
             return False
-    if on["examine_top_position"]:
-        if n == 2 and s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
-            if s1.top >= s2.top or s1.top > 1980000:
-                return False
-        elif not _placed_alike(s1, s2):
+    if on["examine_top_position"] and n == 2 and s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
+        if s1.top >= s2.top or s1.top > 1980000:
             return False
-    if on["examine_shape_for_shift_size"] and not _placed_alike(s1, s2):
+    if on["examine_shape_for_shift_size"] and not placed_alike():
         if not (_has_text(s1) and _has_text(s2) and s1.text == s2.text
                 and s1.text == "Elaborate on what you want to discuss."):
             return False
-    if on["examine_shape"] and not _placed_alike(s1, s2):
+    if on["examine_shape"] and not placed_alike():
         return False
     if on["examine_image_size"]:
         if s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
-            if (s1.width, s1.height) != (s2.width, s2.height):
+            if not (_near(s1.width, s2.width, tolerance) and _near(s1.height, s2.height, tolerance)):
                 return False
-        elif not _placed_alike(s1, s2):
+        elif not placed_alike():
             return False
     if on["examine_modify_height"]:
         if (not _has_text(s1) and not _has_text(s2)) or (s1.shape_type == _FREEFORM and s2.shape_type == _FREEFORM):
-            if s1.height != s2.height:
+            if not _near(s1.height, s2.height, tolerance):
                 return False
-        elif not _placed_alike(s1, s2):
+        elif not placed_alike():
             return False
     return True
 
 
+def _tables_match(s1, s2, on: dict) -> bool:
+    """Cell by cell: paragraphs and runs in equal numbers, runs alike in colour, bold, italic and
+    underline. A table paired with a shape that is none scores 0 (OSWorld's comparison fails there)."""
+    if not getattr(s2, "has_table", False):
+        return False
+    t1, t2 = s1.table, s2.table
+    if len(t1.rows) != len(t2.rows) or len(t1.columns) != len(t2.columns):
+        return False
+    for row in range(len(t1.rows)):
+        for col in range(len(t1.columns)):
+            ps1, ps2 = t1.cell(row, col).text_frame.paragraphs, t2.cell(row, col).text_frame.paragraphs
+            if len(ps1) != len(ps2):
+                return False
+            for p1, p2 in zip(ps1, ps2):
+                if len(p1.runs) != len(p2.runs):
+                    return False
+                for r1, r2 in zip(p1.runs, p2.runs):
+                    f1, f2 = r1.font, r2.font
+                    if on["examine_color_rgb"] and not _same_colour(f1, f2):
+                        return False
+                    if not (_same_flag(f1.bold, f2.bold) and _same_flag(f1.italic, f2.italic)
+                            and _same_underline(f1.underline, f2.underline)):
+                        return False
+    return True
+
+
+def _texts_match(s1, s2, on: dict) -> bool:
+    if on["examine_text"] and s1.text.strip() != s2.text.strip():
+        return False
+    ps1, ps2 = s1.text_frame.paragraphs, s2.text_frame.paragraphs
+    if len(ps1) != len(ps2):
+        return False
+    for p1, p2 in zip(ps1, ps2):
+        if on["examine_alignment"] and _alignment(p1) != _alignment(p2):
+            return False
+        if on["examine_text"] and p1.text != p2.text:
+            return False
+        if on["examine_indent"] and p1.level != p2.level:
+            return False
+        if len(p1.runs) != len(p2.runs):
+            return False
+        if not all(_runs_match(r1, r2, on) for r1, r2 in zip(p1.runs, p2.runs)):
+            return False
+    return True
+
+
+def _alignment(paragraph):
+    from pptx.enum.text import PP_ALIGN
+
+    return paragraph.alignment if paragraph.alignment is not None else PP_ALIGN.LEFT  # unset is left
+
+
 def _runs_match(r1, r2, on: dict) -> bool:
     f1, f2 = r1.font, r2.font
-    for key, a, b in (("examine_font_name", f1.name, f2.name), ("examine_font_size", f1.size, f2.size),
-                      ("examine_font_bold", f1.bold, f2.bold), ("examine_font_italic", f1.italic, f2.italic)):
-        if on[key] and a != b:
-            return False
-    if on["examine_color_rgb"] and hasattr(f1.color, "rgb") and hasattr(f2.color, "rgb") \
-            and f1.color.rgb != f2.color.rgb:
+    if on["examine_font_name"] and f1.name != f2.name:
         return False
-    if on["examine_font_underline"] and f1.underline != f2.underline:
+    if on["examine_font_size"] and f1.size != f2.size:
+        return False
+    if on["examine_font_bold"] and not _same_flag(f1.bold, f2.bold):
+        return False
+    if on["examine_font_italic"] and not _same_flag(f1.italic, f2.italic):
+        return False
+    if on["examine_color_rgb"] and not _same_colour(f1, f2):
+        return False
+    if on["examine_font_underline"] and not _same_underline(f1.underline, f2.underline):
         return False
     if on["examine_strike_through"] and _strike(f1) != _strike(f2):
         return False
-    return not on["examine_bullets"] or _bullets(r1.part.blob) == _bullets(r2.part.blob)
+    return not on["examine_bullets"] or _same_bullets(r1.part.blob, r2.part.blob)
+
+
+def _same_flag(a, b) -> bool:
+    return a == b or (not a and not b)  # unset (None) and off (False) alike
+
+
+def _same_underline(a, b) -> bool:
+    if a == b:
+        return True
+    if a is not None and b is not None:
+        return False
+    return True not in (a, b)  # unset is off, not on
+
+
+def _same_colour(f1, f2) -> bool:
+    # A run without an explicit colour has no .rgb (python-pptx raises), and then colours are not compared.
+    return not (hasattr(f1.color, "rgb") and hasattr(f2.color, "rgb")) or f1.color.rgb == f2.color.rgb
 
 
 def _strike(font) -> str:
     return font._element.attrib.get("strike", "noStrike")
 
 
-def _bullets(slide_xml: bytes) -> list[tuple]:
-    """Every paragraph of the slide the run is on: (level, bullet character, text, bullet color),
-    with OSWorld's words for what is not set."""
+def _same_bullets(xml1: bytes, xml2: bytes) -> bool:
+    """The slides' bullets alike: the same paragraphs with text, each with the same text, bullet
+    character and level (unset is level 0); their colours are not compared. A slide whose XML cannot be
+    read so is not compared (OSWorld skips it)."""
+    b1, b2 = _bullets(xml1), _bullets(xml2)
+    if b1 is None or b2 is None:
+        return True
+    def level(lvl):
+        return "0" if lvl is None else lvl
+    return len(b1) == len(b2) and all(
+        (text1, char1, level(level1)) == (text2, char2, level(level2))
+        for (level1, char1, text1), (level2, char2, text2) in zip(b1, b2))
+
+
+def _bullets(slide_xml: bytes) -> list[tuple] | None:
+    """Every paragraph of the slide that has text: (level, bullet character, text), with OSWorld's
+    words for what is not set; None when an empty text element makes OSWorld's reading fail."""
     out = []
-    for p in ElementTree.fromstring(slide_xml).iter(f"{{{_NS['a']}}}p"):
+    try:
+        root = ElementTree.fromstring(slide_xml.decode("utf-8"))
+    except (ValueError, ElementTree.ParseError):
+        return None
+    for p in root.iter(f"{{{_NS['a']}}}p"):
+        texts = [t.text for t in p.iter(f"{{{_NS['a']}}}t")]
+        if None in texts:
+            return None
         props = p.find("a:pPr", _NS)
         if props is None:
-            level, char, color = "No Level", "No Bullet", "No Color"
+            level, char = "No Level", "No Bullet"
         else:
-            level = props.get("lvl")
-            bullet, rgb = props.find("a:buChar", _NS), props.find("a:buClr/a:srgbClr", _NS)
-            char = bullet.get("char") if bullet is not None else "No Bullet"
-            color = rgb.get("val") if rgb is not None else "No Color"
-        out.append((level, char, "".join(t.text or "" for t in p.iter(f"{{{_NS['a']}}}t")), color))
+            bullet = props.find("a:buChar", _NS)
+            level, char = props.get("lvl"), bullet.get("char") if bullet is not None else "No Bullet"
+        if "".join(texts).strip():
+            out.append((level, char, "".join(texts)))
     return out
