@@ -265,3 +265,59 @@ def test_compare_pptx_files_scores_as_osworlds(tmp_path, slides, change, data, o
     gold = _deck(tmp_path / "gold.pptx", slides)
     theirs = slides_ref.compare_pptx_files(result, gold, enable_debug=False, **options)
     assert compare_pptx_files(result, gold, **options) == float(theirs), (change, options)
+
+
+FILTERS = st.fixed_dictionaries({
+    "ref": st.sampled_from([None, "A1:C4", "A1:B4"]),
+    "values": st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "1"]), max_size=2)),
+    "custom": st.one_of(st.none(), st.tuples(st.sampled_from(["greaterThan", "lessThan"]),
+                                             st.sampled_from(["1", "5"]))),
+    "sort": st.one_of(st.none(), st.tuples(st.sampled_from(["B2:B4", "C2:C4"]), st.booleans())),
+})
+DIMENSIONS = st.fixed_dictionaries({
+    "rows": st.dictionaries(st.integers(1, 4), st.tuples(st.sampled_from([None, 15.0, 30.0]), st.booleans()),
+                            max_size=2),
+    "cols": st.dictionaries(st.sampled_from("ABC"), st.tuples(st.sampled_from([None, 8.5, 20.0]), st.booleans()),
+                            max_size=2),
+})
+
+
+def _laid_out(path, sheet: dict, dims: dict, flt: dict) -> str:
+    from openpyxl.worksheet.filters import CustomFilter, CustomFilters, FilterColumn, Filters
+
+    _book(path, sheet)
+    wb = openpyxl.load_workbook(path)
+    ws = wb["Sheet1"]
+    for row, (height, hidden) in dims["rows"].items():
+        ws.row_dimensions[row].height, ws.row_dimensions[row].hidden = height, hidden
+    for col, (width, hidden) in dims["cols"].items():
+        if width is not None:
+            ws.column_dimensions[col].width = width
+        ws.column_dimensions[col].hidden = hidden
+    if flt["ref"]:
+        ws.auto_filter.ref = flt["ref"]
+        if flt["values"] is not None:
+            ws.auto_filter.filterColumn.append(FilterColumn(colId=0, filters=Filters(filter=flt["values"])))
+        if flt["custom"] is not None:
+            op, val = flt["custom"]
+            ws.auto_filter.filterColumn.append(FilterColumn(colId=1, customFilters=CustomFilters(
+                customFilter=[CustomFilter(operator=op, val=val)])))
+        if flt["sort"] is not None:
+            ws.auto_filter.add_sort_condition(*flt["sort"])
+    wb.save(path)
+    return str(path)
+
+
+@pytest.mark.slow  # a long property search over real files
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sheet=SHEETS, dims=st.tuples(DIMENSIONS, DIMENSIONS), filters=st.tuples(FILTERS, FILTERS),
+       props=st.lists(st.sampled_from(["height", "width", "hidden", "outlineLevel"]), max_size=3, unique=True))
+def test_row_col_props_and_filters_score_as_osworlds_compare_table(tmp_path, sheet, dims, filters, props):
+    table = reference("table")
+    result = _laid_out(tmp_path / "result.xlsx", sheet, dims[0], filters[0])
+    gold = _laid_out(tmp_path / "gold.xlsx", sheet, dims[1], filters[1])
+    for rule in ({"type": "row_props", "props": [p for p in props if p != "width"]},
+                 {"type": "col_props", "props": [p for p in props if p != "height"]}, {"type": "filter"}):
+        rule = {**rule, "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
+        for books in ((result, gold), (result, result)):
+            assert compare_table(*books, rules=[rule]) == table.compare_table(*books, rules=[rule]), rule

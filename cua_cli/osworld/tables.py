@@ -26,7 +26,7 @@ from .ooxml import checked
 from .values import match_value, similarity
 
 RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell", "chart",
-         "pivot_table")
+         "pivot_table", "row_props", "col_props", "filter")
 CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
                "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink", "merge")
 MAX_CSV_BYTES = 256 << 20
@@ -344,9 +344,63 @@ def _pivots(books: _Books, index, rule: dict) -> dict:
     return out
 
 
+def _row_props(books: _Books, rule: dict) -> bool:
+    return _dimensions(books, rule["sheet_idx0"], "row", rule) == _dimensions(books, rule["sheet_idx1"], "row", rule)
+
+
+def _col_props(books: _Books, rule: dict) -> bool:
+    return (_dimensions(books, rule["sheet_idx0"], "column", rule)
+            == _dimensions(books, rule["sheet_idx1"], "column", rule))
+
+
+def _dimensions(books: _Books, index, axis: str, rule: dict) -> dict:
+    """The `props` (openpyxl's names: height, width, hidden, outlineLevel, ...) of every row or column
+    the sheet describes; {} for a sheet that is not there."""
+    sheet = books.worksheet(index)
+    if sheet is None:
+        return {}
+    props = set(rule.get("props", []))
+    held = sheet.row_dimensions if axis == "row" else sheet.column_dimensions
+    try:
+        return {key: {p: getattr(dims, p) for p in props} for key, dims in held.items()}
+    except AttributeError as e:
+        raise ValueError(f"{axis}_props: {e}") from None
+
+
+def _filter(books: _Books, rule: dict) -> bool:
+    return _filters(books, rule["sheet_idx0"]) == _filters(books, rule["sheet_idx1"])
+
+
+def _filters(books: _Books, index) -> dict:
+    """The sheet's autofilter as OSWorld compares it: its range, each filtered column (by column id)
+    with its buttons, values and custom conditions, and its sort state; {} for a sheet not there."""
+    sheet = books.worksheet(index)
+    if sheet is None:
+        return {}
+    auto = sheet.auto_filter
+    columns = []
+    for column in auto.filterColumn:
+        entry = {"col_id": column.colId, "hidden_button": column.hiddenButton, "show_button": column.showButton}
+        if column.filters is not None:
+            entry.update(filters_blank=column.filters.blank, filters=set(column.filters.filter))
+        if column.customFilters is not None:
+            entry.update(custom_filters_op=column.customFilters._and,
+                         custom_filters={(c.operator, c.val) for c in column.customFilters.customFilter})
+        columns.append(entry)
+    out = {"ref": auto.ref, "filter_column": sorted(columns, key=lambda entry: entry["col_id"])}
+    sort = auto.sortState
+    if sort is not None:
+        out["sort_state"] = {
+            "sort": sort.columnSort, "case": sort.caseSensitive, "method": sort.sortMethod, "ref": sort.ref,
+            "condition": [{"descending": c.descending, "key": c.sortBy, "ref": c.ref, "custom_list": c.customList,
+                           "dxf_id": c.dxfId, "icon": c.iconSet, "iconid": c.iconId} for c in sort.sortCondition]}
+    return out
+
+
 _RULES = {"sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
           "sheet_fuzzy": _sheet_fuzzy, "freeze": _freeze, "zoom": _zoom, "check_cell": _check_cell,
-          "chart": _chart, "pivot_table": _pivot_table}
+          "chart": _chart, "pivot_table": _pivot_table, "row_props": _row_props, "col_props": _col_props,
+          "filter": _filter}
 
 
 def read_cell_value(book: str, sheet: str, coordinate: str):
