@@ -321,3 +321,42 @@ def test_row_col_props_and_filters_score_as_osworlds_compare_table(tmp_path, she
         rule = {**rule, "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
         for books in ((result, gold), (result, result)):
             assert compare_table(*books, rules=[rule]) == table.compare_table(*books, rules=[rule]), rule
+
+
+VALIDATIONS = st.lists(st.fixed_dictionaries({
+    "type": st.sampled_from(["list", "whole", "decimal"]),
+    "formula1": st.sampled_from(['"Yes,No"', '"a,b,c"', "1", "10"]),
+    "operator": st.sampled_from([None, "between", "greaterThan"]),
+    "sqref": st.sampled_from(["B2:B4", "C2:C3", "B2:C4", "A1"]),
+}), max_size=3)
+DV_RULES = st.lists(st.dictionaries(st.sampled_from(["type", "formula1", "operator", "ranges"]), st.just(None),
+                                    min_size=1, max_size=3), min_size=1, max_size=2)
+
+
+@pytest.mark.slow  # a long property search over real files
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sheet=SHEETS, validations=VALIDATIONS, wanted=DV_RULES, data=st.data())
+def test_data_validation_scores_as_osworlds_compare_table(tmp_path, sheet, validations, wanted, data):
+    """With the value rules its task files use on validations: eq, str_set_eq and str_list_eq on a list's
+    choices, range.XY on a bound, spreadsheet_range on the cells it covers."""
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    table = reference("table")
+    path = tmp_path / "book.xlsx"
+    _book(path, sheet)
+    wb = openpyxl.load_workbook(path)
+    for v in validations:
+        dv = DataValidation(type=v["type"], formula1=v["formula1"], operator=v["operator"])
+        dv.add(v["sqref"])
+        wb["Sheet1"].add_data_validation(dv)
+    wb.save(path)
+    rules = {"type": st.just({"method": "eq", "ref": data.draw(st.sampled_from(["list", "whole"]))}),
+             "operator": st.sampled_from([{"method": "eq", "ref": None}, {"method": "eq", "ref": "between"}]),
+             "formula1": st.sampled_from([{"method": "str_set_eq", "ref": ["No", "Yes"]},
+                                          {"method": "str_list_eq", "ref": ["a", "b", "c"]},
+                                          {"method": "eq", "ref": "1"}, {"method": "re", "ref": "Yes"}]),
+             "ranges": st.sampled_from([{"method": "spreadsheet_range", "ref": ["B2:B3", "B2:B4"]},
+                                        {"method": "spreadsheet_range", "ref": ["C2", "A1:C4"]}])}
+    dv_props = [{k: data.draw(rules[k]) for k in props} for props in wanted]
+    rule = {"type": "data_validation", "sheet_idx": "RNSheet1", "dv_props": dv_props}
+    assert compare_table(str(path), str(path), rules=[rule]) == table.compare_table(str(path), str(path), rules=[rule])

@@ -449,3 +449,38 @@ def test_a_gold_file_named_as_the_result_never_replaces_it(tmp_path):
     finally:
         vm.close()
         web.close()
+
+
+def test_data_validation_with_osworlds_range_and_list_rules(tmp_path):
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Sheet1"
+    ws.append(["Answer", "Score"])
+    choices = DataValidation(type="list", formula1='"Yes,No"')
+    choices.add("A2:A4")
+    ws.add_data_validation(choices)
+    wb.save(tmp_path / "dv.xlsx")
+    book = str(tmp_path / "dv.xlsx")
+
+    def score(*dv_props):
+        return compare_table(book, book, rules=[{"type": "data_validation", "sheet_idx": "RNSheet1",
+                                                 "dv_props": list(dv_props)}])
+    assert score({"type": {"method": "eq", "ref": "list"}, "formula1": {"method": "str_set_eq", "ref": ["No", "Yes"]},
+                  "ranges": {"method": "spreadsheet_range", "ref": ["A2:A3", "A1:A10"]}}) == 1.0
+    assert score({"formula1": {"method": "str_list_eq", "ref": ["No", "Yes"]}}) == 0.0  # a list keeps its order
+    assert score({"ranges": {"method": "spreadsheet_range", "ref": ["A2:A5", "A1:A10"]}}) == 0.0  # A5 not covered
+    assert score({"type": {"method": "eq", "ref": "list"}}, {"type": {"method": "eq", "ref": "whole"}}) == 0.0  # 1 < 2
+    assert METRICS["compare_table"] is compare_table
+
+
+def test_range_rules_bound_a_value_open_or_closed():
+    from cua_cli.osworld.values import match_value
+
+    def within(method, value):
+        return match_value(value, {"method": method, "ref": [0, 2]})
+    assert within("range.te", 2) and not within("range.te", 0)  # 0 < x <= 2
+    assert within("range.et", 0) and not within("range.et", 2)  # 0 <= x < 2
+    with pytest.raises(ValueError, match="unknown method"):
+        match_value(1, {"method": "range.gx", "ref": [0, 2]})

@@ -26,7 +26,7 @@ from .ooxml import checked
 from .values import match_value, similarity
 
 RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell", "chart",
-         "pivot_table", "row_props", "col_props", "filter")
+         "pivot_table", "row_props", "col_props", "filter", "data_validation")
 CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
                "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink", "merge")
 MAX_CSV_BYTES = 256 << 20
@@ -397,10 +397,22 @@ def _filters(books: _Books, index) -> dict:
     return out
 
 
+def _data_validation(books: _Books, rule: dict) -> bool:
+    """At least as many validations as `dv_props`, and each validation matched by one of them (all
+    its attributes' rules: type, formula1, operator, ranges by `spreadsheet_range`, ...)."""
+    sheet = books.worksheet(rule["sheet_idx"])
+    if sheet is None:
+        return False
+    validations, wanted = sheet.data_validations.dataValidation, rule["dv_props"]
+    return len(validations) >= len(wanted) and all(
+        any(all(match_value(getattr(dv, attribute), r) for attribute, r in props.items()) for props in wanted)
+        for dv in validations)
+
+
 _RULES = {"sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
           "sheet_fuzzy": _sheet_fuzzy, "freeze": _freeze, "zoom": _zoom, "check_cell": _check_cell,
           "chart": _chart, "pivot_table": _pivot_table, "row_props": _row_props, "col_props": _col_props,
-          "filter": _filter}
+          "filter": _filter, "data_validation": _data_validation}
 
 
 def read_cell_value(book: str, sheet: str, coordinate: str):

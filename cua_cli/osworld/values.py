@@ -1,5 +1,6 @@
-"""OSWorld's value rules (`re.FLAGS`, eq/ne/le/lt/ge/gt, `approx:THRESHOLD`) and its fuzzy string
-similarity, shared by the plain metrics and the spreadsheet metric."""
+"""OSWorld's value rules (`re.FLAGS`, eq/ne/le/lt/ge/gt, `approx:THRESHOLD`, `range.XY`,
+`spreadsheet_range`, `str_list_eq`/`str_set_eq`) and its fuzzy string similarity, shared by the
+plain metrics and the spreadsheet metric."""
 
 import operator
 import re
@@ -55,4 +56,16 @@ def match_value(value, rule: dict) -> bool:
             return abs(float(value) - rule["ref"]) <= threshold
         except (TypeError, ValueError):
             return False
+    if method == "spreadsheet_range":  # cell ranges that cover ref[0] and lie within ref[1]
+        from openpyxl.worksheet.cell_range import MultiCellRange
+
+        inner, outer = MultiCellRange(rule["ref"][0]), MultiCellRange(rule["ref"][1])
+        return all(r in value for r in inner) and all(r in outer for r in value)
+    if method.startswith("range.") and len(method) == 8 and set(method[6:]) <= {"t", "e"}:
+        # range.XY: ref[0] < (t) or <= (e) the value, and the value < or <= ref[1]
+        low, high = rule["ref"]
+        return _COMPARE["l" + method[6]](low, value) and _COMPARE["l" + method[7]](value, high)
+    if method in ("str_list_eq", "str_set_eq"):  # a comma-separated text, quotes around it dropped
+        kind = list if method == "str_list_eq" else set
+        return kind(str(value).strip("\"'").split(",")) == kind(rule["ref"])
     raise ValueError(f"unknown method {method!r}")
