@@ -54,8 +54,8 @@ def test_runaway_agents_end_desktop_limit_while_the_other_desktop_scores_and_the
     try:
         url = server.stdout.readline().split()[-1]  # "cua env-server (desktops) listening on URL"
         assert url.startswith("http://127.0.0.1:"), server.stderr.read() if server.poll() is not None else url
-        groups = list(Path("/sys/fs/cgroup/pids").rglob(f"cua-desktops-{server.pid}"))
-        assert len(groups) == 1  # the server's parent group, made at start
+        groups = list(Path("/sys/fs/cgroup").rglob(f"cua-desktops-{server.pid}"))
+        assert groups  # the server's parent groups (one per controller on cgroup v1), made at start
         polls = _Poller(f"{url}/status", token)
         polls.start()
         cfg = tmp_path / "limits.yaml"
@@ -90,7 +90,7 @@ runner: {{num_envs: 2, max_steps: 3, step_timeout_s: 300, episode_timeout_s: 900
     finally:
         kill_group(server, signal.SIGTERM)
         server.wait(120)
-    assert not groups[0].exists()  # every group of the server is gone with it
+    assert not [g for g in groups if g.exists()]  # every group of the server is gone with it
 
 
 def _tasks(tmp_path: Path) -> tuple[Path, Path]:
