@@ -295,8 +295,9 @@ def envs_gc(run_dir):
               help="desktop: each desktop's processes and threads (a fork bomb stops there).")
 @click.option("--disk-limit", type=click.FloatRange(min=0.25), default=4.0, show_default=True, metavar="GIB",
               help="desktop: each desktop's home and /tmp together (a disk of its own).")
-@click.option("--cpu-weight", type=click.IntRange(1, 10000), default=100, show_default=True,
-              help="desktop: each desktop's CPU share (cgroup v2's cpu.weight: 100 weighs as one busy process).")
+@click.option("--cpu-weight", type=click.IntRange(1, 10000), default=300, show_default=True,
+              help="desktop: each desktop's CPU share (cgroup v2's cpu.weight: 100 weighs as one busy process; "
+                   "300, its X server, shell and app).")
 @click.option("--no-limits", is_flag=True,
               help="desktop: no limits (a host without cgroups or loop devices that runs no model-written code).")
 @click.option("--verbose", is_flag=True, help="Log every request.")

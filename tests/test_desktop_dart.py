@@ -5,12 +5,14 @@ of the desktop behind, even after its executor was killed with SIGKILL. A warm p
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from helpers.desktops import needs_desktops, png_size, request, run
+from helpers.waiting import wait_for
 
 from cua_cli.envserver.desktop import make_server
 
@@ -119,3 +121,20 @@ def test_concurrent_allocations_respect_the_quota(server):
     for t in threads:
         t.join()
     assert sorted(statuses) == [200, 429, 429]
+
+
+def test_a_desktop_whose_client_gave_up_waiting_is_released_not_leased_for_ever(server):
+    """A client that times out on /start_emulator never learns the desktop's id, so it can never give
+    it back: the server releases it instead of holding the slot until the server stops."""
+    s, url = server(max_desktops=1)
+    body = b"{}"
+    with socket.create_connection(s.server_address) as sock:
+        sock.sendall(b"POST /start_emulator HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     + f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        wait_for(lambda: s.pool.counts()["leased"] + s.pool._reserved > 0, 30, "the desktop is being started")
+    # the client hung up while its desktop started
+    wait_for(lambda: s.pool.counts()["leased"] == 0 and s.pool._reserved == 0, 300,
+             "the desktop nobody waits for is released")
+    status, answer = call(url, "/start_emulator", "POST", {})  # the one slot is free again
+    assert status == 200, answer
+    assert call(url, "/tokens")[1][TOKEN]["current"] == 1

@@ -120,8 +120,9 @@ class DesktopLimits(Section):
     processes: between(int, 64, 1_000_000) = Field(2048, description="Processes and threads (a fork bomb stops "
                                                                     "there).")
     disk_gib: between(float, 0.25, 16_384) = Field(4.0, description="Home and /tmp together.")
-    cpu_weight: between(int, 1, 10_000) = Field(100, description="CPU share (cgroup v2's cpu.weight: 100 weighs "
-                                                                 "as one busy process).")
+    cpu_weight: between(int, 1, 10_000) = Field(300, description="CPU share (cgroup v2's cpu.weight: 100 weighs "
+                                                                 "as one busy process; 300, its X server, shell "
+                                                                 "and app).")
     enforce: bool = Field(True, description="false: no limits (a host without cgroups or loop devices).")
 
 

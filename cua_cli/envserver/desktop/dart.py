@@ -46,6 +46,10 @@ class DartHandler(APIHandler):
                 raise _fail(429, str(e)) from None
             except Exception as e:  # noqa: BLE001 - a desktop that failed to start is DART's 500
                 raise _fail(500, f"desktop failed to start: {e}") from None
+            if self.client_gone():  # it gave up waiting and never learns the id: nobody would ever release it
+                pool.release(lease.desktop.id)
+                self.close_connection = True
+                return
             raise _ok(self._describe(lease, token), "Emulator started successfully")
         if path == "/emulators" and method == "GET":
             raise _ok([self._describe(lease, token) for lease in list(pool.leases.values()) if lease.token == token])

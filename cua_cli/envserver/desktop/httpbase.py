@@ -3,6 +3,8 @@ multipart) read with a size bound, and replies."""
 
 import json
 import logging
+import select
+import socket
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +63,15 @@ class APIHandler(BaseHTTPRequestHandler):
 
     def route(self, method: str, path: str, fields: dict, files: dict) -> None:
         raise NotImplementedError
+
+    def client_gone(self) -> bool:
+        """Whether the client has hung up (it gave up waiting): its end of the connection is closed."""
+        try:
+            if not select.select([self.connection], [], [], 0)[0]:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def query(self) -> dict:
         return dict(parse_qsl(self.path.partition("?")[2]))

@@ -23,7 +23,9 @@ CONTROLLERS = ("memory", "pids", "cpu")
 class DesktopQuota:
     memory: int = 2 * GIB        # bytes of RAM (page cache and tmpfs files included)
     processes: int = 2048        # tasks (threads count, as the kernel counts them)
-    cpu_weight: int = 100        # cgroup v2's cpu.weight: 100 is one busy process's share
+    # cgroup v2's cpu.weight, 100 being one busy process's share: a desktop weighs as its X server, shell
+    # and app, so that it starts and plays as fast on a busy host as before, and a fork bomb no more
+    cpu_weight: int = 300
     disk: int = 4 * GIB          # home and /tmp together
     min_free_memory: int = 1 * GIB  # the host's MemAvailable below which no new desktop is started
     min_free_disk: int = 4 * GIB    # free bytes where desktops keep their files, likewise
