@@ -14,12 +14,14 @@ class Budget:
     deadline: float = math.inf                            # time.monotonic() by which the episode ends
     should_stop: Callable[[], bool] = field(default=lambda: False)
 
-    def timeout(self, limit: float = math.inf) -> float:
-        """The next request's timeout: the service's own `limit` and the step limit, cut short by the deadline."""
+    def timeout(self, limit: float = math.inf, step: bool = True) -> float:
+        """The next request's timeout: the service's own `limit` and the step limit, cut short by the deadline.
+        A request that is no step of the agent (`step=False`: a desktop's start, which waits for it to
+        boot) has only its own limit and the deadline."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise EpisodeTimeout("the episode deadline was reached")
-        return min(limit, self.step_timeout, left)
+        return min(limit, self.step_timeout if step else math.inf, left)
 
     def unhurried(self) -> "Budget":
         """For the calls after an episode ended (evaluate, release): no Ctrl-C or deadline may lose them."""

@@ -272,7 +272,9 @@ class RunnerConfig(Section):
         None, description="backend local: runner processes (null: one per 256 episode slots, at most one per CPU).")
     ray: RayRunner = Field(default_factory=RayRunner, description="backend ray: the cluster and its actors.")
     max_steps: between(int, 0, 10_000, above=True) = Field(15, description="Steps of an episode at most.")
-    step_timeout_s: Duration = Field(180.0, description="Any one request of an episode, start to end, s.")
+    step_timeout_s: Duration = Field(180.0, description="Any one request of an episode, start to end, s (a "
+                                                        "desktop's start, which waits for it to boot, has its "
+                                                        "own limit within the episode's).")
     episode_timeout_s: Duration = Field(1800.0, description="A whole episode, s.")
     max_attempts: between(int, 0, 100, above=True) = Field(
         3, description="Infrastructure errors before a pair is given up (queue/failed/).")

@@ -60,7 +60,7 @@ class Allocator:
         if not self._has_room(server, budget, problems, full):
             return None
         try:
-            r = self.http.post(f"{server}/start_emulator", budget.timeout(self.start_timeout_s),
+            r = self.http.post(f"{server}/start_emulator", budget.timeout(self.start_timeout_s, step=False),
                                json={"token": self.token} if self.token else {})
         except HttpError as e:
             problems.append(f"{server}: {describe(e)}")
