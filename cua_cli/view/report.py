@@ -164,41 +164,41 @@ servers' load.</p>
         return _page(f"cua run {self.run.name}", body, "style.css", '<script src="index.js"></script>')
 
     # -- episode pages ------------------------------------------------------
-    def _shot_src(self, traj_dir: str, name, where: str) -> str | None:
-        """The URL of a step's screenshot from its page, or None (with a warning) when there is none to show."""
+    def _shot_src(self, traj_dir: str, name, where: str, what: str = "screenshot") -> str | None:
+        """The URL of a step's screenshot (or the episode's other file, `what`) from its page, or None
+        (with a warning) when there is none to show."""
         if name is None:  # a text env's step
             return None
         try:
             src = confine(traj_dir, name)
             with open_regular(src) as f:
                 if not self.inside:
-                    src = self._copy(src, f, where)
+                    src = self._copy(src, f, where, what)
         except Refused as e:
-            warn(f"{where}: screenshot {show_path(name)} {e}; not read")
+            warn(f"{where}: {what} {show_path(name)} {e}; not read")
             return None
         except OSError as e:
-            warn(f"{where}: screenshot {show_path(name)} cannot be read ({e.strerror or e}); step shown without it")
+            warn(f"{where}: {what} {show_path(name)} cannot be read ({e.strerror or e}); shown without it")
             return None
         if src is None:
             return None
         # A file name that is not UTF-8 holds surrogate escapes: the URL gets its bytes back.
         return quote(os.path.relpath(src, os.path.join(self.out, "episodes")), errors="surrogateescape")
 
-    def _copy(self, src: str, f, where: str) -> str | None:
-        """The screenshot `src` (open as `f`) linked or copied into the report folder; its path there."""
+    def _copy(self, src: str, f, where: str, what: str) -> str | None:
+        """The file `src` (open as `f`) linked or copied into the report folder; its path there."""
         dst = os.path.join(self.out, "shots", src[len(self._run_prefix):])
         if not self._mkdir(os.path.dirname(dst)):
             return None
         try:
             place_file(src, dst, opened=f)  # src holds no link (confine): a link is to the file itself
         except OSError as e:
-            warn(f"{where}: cannot copy the screenshot: {e}")
+            warn(f"{where}: cannot copy the {what}: {e}")
             return None
         return dst
 
-    def _steps(self, pair, rec: dict) -> str:
-        """The step sections of the episode of a pair's final record `rec`."""
-        traj_dir = trajectory_dir(str(self.run), rec, self.reader.where(pair))
+    def _steps(self, traj_dir: str | None) -> str:
+        """The step sections of the episode whose trajectory folder is `traj_dir`."""
         if traj_dir is None:
             return ""
         steps, problems, traj_file = read_steps(traj_dir)
@@ -222,18 +222,18 @@ servers' load.</p>
                  ("duration", duration), ("attempt", E(str(rec["attempt"]))), ("domain", E(str(rec.get("domain"))))]
         facts_html = "".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in facts)
         error = f'<pre class="bad-text">{E(rec.get("error"))}</pre>' if rec.get("error") else ""
-        steps_html = self._steps(pair, rec)
+        traj_dir = trajectory_dir(str(self.run), rec, self.reader.where(pair))
+        steps_html = self._steps(traj_dir)
         body = (f'{head}<main>{nav}<h2>Instruction</h2><pre>{E(rec.get("instruction") or "")}</pre>'
-                f'<div class="cards">{facts_html}</div>{error}{self._video(pair, rec)}'
+                f'<div class="cards">{facts_html}</div>{error}{self._video(traj_dir)}'
                 f'<h2>Steps</h2>{steps_html or "<p>No steps.</p>"}{nav}</main>')
         return _page(f"{task_id} · {sample}", body, "../style.css")
 
-    def _video(self, pair, rec: dict) -> str:
+    def _video(self, traj_dir: str | None) -> str:
         """The episode's screen recording (env.osworld.record), kept in view while the steps scroll by."""
-        traj_dir = trajectory_dir(str(self.run), rec, self.reader.where(pair))
         if traj_dir is None or not os.path.lexists(os.path.join(traj_dir, VIDEO)):
             return ""
-        src = self._shot_src(traj_dir, VIDEO, os.path.join(traj_dir, VIDEO))
+        src = self._shot_src(traj_dir, VIDEO, os.path.join(traj_dir, VIDEO), "video")
         if src is None:
             return ""
         return (f'<h2>Video</h2><video class="episode" controls preload="metadata" src="{E(src)}">'

@@ -43,7 +43,7 @@ ROUTES = {
 class DesktopHandler(APIHandler):
     def route(self, method: str, path: str, fields: dict, files: dict) -> None:
         desktop = self.server.desktop
-        self._refuse_at_limit()
+        self._refuse_at_limit(known_only=True)
         if path == "/setup/upload":
             if "file_path" not in fields or "file_data" not in files:
                 self.send_bytes(400, b"No file path or file data provided", "text/plain")
@@ -62,8 +62,11 @@ class DesktopHandler(APIHandler):
         desktop.touch()
         self._forward(op, args, b"")
 
-    def _refuse_at_limit(self) -> None:
-        hit = self.server.desktop.check_limits()
+    def _refuse_at_limit(self, known_only: bool = False) -> None:
+        """503 once the desktop has hit a limit. Its counters are read after a request ran (and twice a
+        second by the pool's watcher), so before one only what is already known is looked at."""
+        desktop = self.server.desktop
+        hit = desktop.stopped_at_limit if known_only else desktop.check_limits()
         if hit:
             kind, _, what = hit.partition(": ")
             raise HTTPReply(503, {"status": "error", "desktop_limit": kind,
