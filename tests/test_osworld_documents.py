@@ -3,7 +3,7 @@ python-docx: each of its comparisons, and documents the agent broke."""
 
 from docx import Document
 
-from cua_cli.osworld.documents import (
+from cua_cli.osworld.metrics.documents import (
     compare_docx_files,
     compare_docx_files_and_ignore_new_lines,
     compare_docx_tables,

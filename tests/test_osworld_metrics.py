@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cua_cli.osworld import getters, values
-from cua_cli.osworld import metrics as m
+from cua_cli.osworld.getters import general as getters
+from cua_cli.osworld.metrics import general as m
+from cua_cli.osworld.metrics import values
 
 
 def in_unit(x) -> bool:

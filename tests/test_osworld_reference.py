@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openpyxl.styles import Font, PatternFill
 
-from cua_cli.osworld import metrics
-from cua_cli.osworld.tables import CELL_STYLES, _cell_style, compare_table, read_cell_value
+from cua_cli.osworld.metrics import general as metrics
+from cua_cli.osworld.metrics.tables import CELL_STYLES, _cell_style, compare_table, read_cell_value
 
 CELLS = [f"{c}{r}" for r in range(1, 5) for c in "ABC"]
 TEXT = st.text(alphabet=string.ascii_letters + " éß€", max_size=6)
@@ -258,7 +258,7 @@ def _changed(slides, change: str, data):
                                                    "examine_alignment": st.booleans(),
                                                    "approximately_tolerance": st.sampled_from([0.001, 0.01])}))
 def test_compare_pptx_files_scores_as_osworlds(tmp_path, slides, change, data, options):
-    from cua_cli.osworld.slides import compare_pptx_files
+    from cua_cli.osworld.metrics.slides import compare_pptx_files
 
     slides_ref = reference("slides")
     result = _deck(tmp_path / "result.pptx", _changed(slides, change, data))

@@ -11,7 +11,7 @@ from pptx import Presentation
 from pptx.dml.color import RGBColor
 from pptx.util import Emu, Pt
 
-from cua_cli.osworld.slides import compare_pptx_files
+from cua_cli.osworld.metrics.slides import compare_pptx_files
 
 SLIDES = [("Quarterly review", ["Revenue grew", "Costs fell"]), ("Next steps", ["Hire", "Ship"])]
 

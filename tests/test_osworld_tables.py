@@ -23,7 +23,7 @@ from cua_cli.osworld.local_files import Downloads, episode_folder
 from cua_cli.osworld.metrics import METRICS
 from cua_cli.osworld.setup import SetupContext
 from cua_cli.osworld.support import unsupported
-from cua_cli.osworld.tables import compare_table, read_cell_value
+from cua_cli.osworld.metrics.tables import compare_table, read_cell_value
 
 
 def book(path: Path, sheets: dict, styles=None, freeze=None, zoom=None) -> str:
@@ -395,19 +395,19 @@ def test_an_office_file_that_would_inflate_past_the_bound_is_never_opened(tmp_pa
     from docx import Document
     from pptx import Presentation
 
-    from cua_cli.osworld.documents import compare_docx_files
-    from cua_cli.osworld.slides import compare_pptx_files
+    from cua_cli.osworld.metrics.documents import compare_docx_files
+    from cua_cli.osworld.metrics.slides import compare_pptx_files
 
     gold = book(tmp_path / "gold.xlsx", DATA)
     Presentation().save(tmp_path / "gold.pptx")
     Document().save(tmp_path / "gold.docx")
     small = book(tmp_path / "small.xlsx", {"Sheet1": [["a"]]})
     large = book(tmp_path / "large.xlsx", {"Sheet1": [["n", "text"]] + [[i, f"row {i}"] for i in range(5000)]})
-    monkeypatch.setattr("cua_cli.osworld.ooxml.MAX_INFLATED", 4000)  # less than any of these inflate to
+    monkeypatch.setattr("cua_cli.osworld.metrics.ooxml.MAX_INFLATED", 4000)  # less than any of these inflate to
     assert compare_table(gold, gold, rules=[data_rule()]) == 0.0  # as the agent's file: scored 0
     assert compare_pptx_files(str(tmp_path / "gold.pptx"), str(tmp_path / "gold.pptx")) == 0.0
     assert compare_docx_files(str(tmp_path / "gold.docx"), str(tmp_path / "gold.docx")) == 0.0
-    monkeypatch.setattr("cua_cli.osworld.ooxml.MAX_INFLATED", 100_000)  # the small book's ~17 KB, not 5,000 rows
+    monkeypatch.setattr("cua_cli.osworld.metrics.ooxml.MAX_INFLATED", 100_000)  # the small book's ~17 KB, not 5,000 rows
     with pytest.raises(ValueError, match="inflates to more than 100000 bytes"):  # as the task's file: an error
         compare_table(small, large, rules=[data_rule()])
 
@@ -423,7 +423,7 @@ def test_a_host_without_the_office_extra_ends_scoring_as_its_own_error_never_the
                            episode_folder(tmp_path / "work", "t", "0_0"))
         ev = {"func": "compare_table", "options": {"rules": [data_rule()]},
               "result": {"type": "vm_file", "path": "/home/user/out.xlsx", "dest": "out.xlsx"}}
-        monkeypatch.setattr("cua_cli.osworld.evaluator.missing_libraries", lambda metric: ["pandas"])
+        monkeypatch.setattr("importlib.util.find_spec", lambda name: None if name == "pandas" else True)
         with pytest.raises(EvalError, match=r"this host lacks pandas to score the task: pip install 'cua\[office\]'") as e:
             evaluate(ev, "DONE", ctx, Budget(step_timeout=5, deadline=time.monotonic() + 30))
         assert not isinstance(e.value, BadTask)
@@ -476,7 +476,7 @@ def test_data_validation_with_osworlds_range_and_list_rules(tmp_path):
 
 
 def test_range_rules_bound_a_value_open_or_closed():
-    from cua_cli.osworld.values import match_value
+    from cua_cli.osworld.metrics.values import match_value
 
     def within(method, value):
         return match_value(value, {"method": method, "ref": [0, 2]})

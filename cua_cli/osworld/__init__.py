@@ -5,8 +5,9 @@ client as OSWorld runs them, against OSWorld's in-VM HTTP API (see docs and note
     local_files   the client's own files: per-task folders, safe names, the download cache
     task_files    OSWorld's task layouts -> cua task dicts; clear errors for bad files
     setup         the `config` / `postconfig` steps
-    getters       evaluator getters: what the metric compares
-    metrics       evaluator metrics: plain functions over text, lists, dicts and files
+    getters/      evaluator getters: what the metric compares, one module per family of apps
+    metrics/      evaluator metrics: plain functions over values and files, one module per family
+    registry      how families register getters and metrics, and the extra each needs
     evaluator     OSWorld's scoring rule: postconfig, the infeasible rule, func/conj
     support       which steps, getters and metrics a task uses that cua lacks
 

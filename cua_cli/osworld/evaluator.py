@@ -22,8 +22,9 @@ from .._util.text import clip
 from ..errors import BadTask, CuaError, EnvError, EvalError
 from .getters import GETTERS, EvalContext
 from .metrics import METRICS
+from .registry import install_hint
 from .setup import SetupContext, run_steps
-from .support import missing_libraries, paired, unsupported
+from .support import lacking_extras, paired, unsupported
 
 
 def evaluate(evaluator: dict, last_action: Optional[str], setup: SetupContext, budget: Budget,
@@ -43,9 +44,9 @@ def evaluate(evaluator: dict, last_action: Optional[str], setup: SetupContext, b
         return float(last_action == "FAIL")
     if last_action == "FAIL":
         return 0.0
-    lacking = sorted({pip for name in (func if isinstance(func, list) else [func]) for pip in missing_libraries(name)})
+    lacking, extras = lacking_extras(evaluator)
     if lacking:  # this host's fault (a Ray node set up without them), not the task's: retried elsewhere
-        raise EvalError(f"this host lacks {' and '.join(lacking)} to score the task: pip install 'cua[office]'")
+        raise EvalError(f"this host lacks {' and '.join(lacking)} to score the task: {install_hint(extras)}")
 
     ctx = EvalContext(setup.desktop, setup.downloads, setup.folder, budget, file_tries, file_retry_s)
     if isinstance(func, str):

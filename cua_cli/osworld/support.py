@@ -1,18 +1,11 @@
 """Which parts of a task cua does not implement: such a task is refused when a run starts and
 counted as `unsupported`, never played and scored 0."""
 
-import importlib.util
+from typing import Optional
 
-from .getters import GETTERS
-from .metrics import METRICS
+from . import getters, metrics
+from .registry import Extra, install_hint
 from .setup import STEPS
-from .tables import unsupported_rules
-
-# The metrics that need the `office` extra: the modules each imports, by their pip names.
-_DOCX = {"docx": "python-docx"}
-OFFICE = {"compare_table": {"pandas": "pandas", "openpyxl": "openpyxl"}, "compare_pptx_files": {"pptx": "python-pptx"},
-          "compare_docx_files": _DOCX, "compare_docx_files_and_ignore_new_lines": _DOCX,
-          "compare_line_spacing": _DOCX, "compare_docx_tables": _DOCX}
 
 
 def steps_and_evaluator(task: dict) -> tuple[list, dict]:
@@ -29,7 +22,8 @@ def steps_and_evaluator(task: dict) -> tuple[list, dict]:
 def unsupported(task: dict, libraries: bool = True) -> list[str]:
     """Each step type, getter type and metric the task uses that cua lacks, e.g.
     ["step 'chrome_open_tabs'", "getter 'googledrive_file'", "metric 'compare_table' rule 'style'"];
-    [] when cua can run it. `libraries`: a metric whose office libraries this host lacks counts too."""
+    [] when cua can run it. `libraries`: a getter or metric whose extra's libraries this host lacks
+    counts too ("metric 'compare_table' (needs pandas: pip install 'cua[office]')")."""
     steps, evaluator = steps_and_evaluator(task)
     missing: list[str] = []
 
@@ -46,20 +40,28 @@ def unsupported(task: dict, libraries: bool = True) -> list[str]:
         return missing
     names, options = _list(func), paired(evaluator, "options")
     for i, name in enumerate(names):
-        if name not in METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
+        if name not in metrics.METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
             note("metric", name)
             continue
-        if name == "compare_table":
-            for part in unsupported_rules(options[i]):
-                note("metric", name, part)
-        lacking = missing_libraries(name) if libraries else []
-        if lacking:
-            note("metric", name, f"(needs {' and '.join(lacking)}: pip install 'cua[office]')")
+        for part in metrics.OPTION_CHECKS.get(name, lambda _: [])(options[i]):
+            note("metric", name, part)
+        if libraries and _lacks(metrics.EXTRAS.get(name)):
+            note("metric", name, _lacks(metrics.EXTRAS[name]))
     for key in ("result", "expected"):
         for getter in _list(evaluator.get(key)):
-            if isinstance(getter, dict) and getter and getter.get("type") not in GETTERS:
-                note("getter", getter.get("type"))
+            if isinstance(getter, dict) and getter:
+                kind = getter.get("type")
+                if kind not in getters.GETTERS:
+                    note("getter", kind)
+                elif libraries and _lacks(getters.EXTRAS.get(kind)):
+                    note("getter", kind, _lacks(getters.EXTRAS[kind]))
     return missing
+
+
+def _lacks(extra: Optional[Extra]) -> str:
+    """"(needs pandas: pip install 'cua[office]')" when this host lacks the extra's libraries, else ""."""
+    lacking = extra.missing() if extra else []
+    return f"(needs {' and '.join(lacking)}: {install_hint([extra])})" if lacking else ""
 
 
 def paired(evaluator: dict, key: str) -> list:
@@ -71,9 +73,17 @@ def paired(evaluator: dict, key: str) -> list:
     return value if isinstance(value, list) and len(value) == len(func) else [None] * len(func)
 
 
-def missing_libraries(metric: str) -> list[str]:
-    """The pip packages of the `office` extra that `metric` needs and this host lacks."""
-    return [pip for module, pip in OFFICE.get(metric, {}).items() if importlib.util.find_spec(module) is None]
+def lacking_extras(evaluator: dict) -> tuple[list[str], list[Extra]]:
+    """(the pip packages this host lacks to score with `evaluator`'s metrics and getters, the extras
+    they come from)."""
+    needed = [metrics.EXTRAS.get(name) for name in _list(evaluator.get("func"))]
+    for key in ("result", "expected"):
+        needed += [getters.EXTRAS.get(g.get("type")) for g in _list(evaluator.get(key)) if isinstance(g, dict)]
+    extras: list[Extra] = []
+    for extra in needed:
+        if extra and extra not in extras and extra.missing():
+            extras.append(extra)
+    return sorted({pip for e in extras for pip in e.missing()}), extras
 
 
 def _list(value) -> list:

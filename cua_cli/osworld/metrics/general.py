@@ -11,8 +11,7 @@ evaluator reports it as an EvalError.
 Files are read as OSWorld reads them (text, universal newlines), but bytes
 that are not UTF-8 are kept apart (surrogateescape) instead of raising.
 
-The spreadsheet, slide-deck and document metrics are in tables.py, slides.py and
-documents.py. Left out, with why, in `LEFT_OUT`.
+The other families (spreadsheets, decks, documents, ...) are the package's other modules.
 """
 
 import ast
@@ -28,14 +27,6 @@ from typing import Any, Callable, Optional
 
 import yaml
 
-from .documents import (
-    compare_docx_files,
-    compare_docx_files_and_ignore_new_lines,
-    compare_docx_tables,
-    compare_line_spacing,
-)
-from .slides import compare_pptx_files
-from .tables import compare_table
 from .values import match_value, similarity
 
 MAX_FILE_BYTES = 256 << 20
@@ -406,16 +397,5 @@ METRICS: dict[str, Callable[..., Any]] = {f.__name__: f for f in (
     compare_terminal_and_txt, file_contains, check_list, check_line_number, compare_csv, check_csv, check_json,
     check_json_settings, check_json_keybindings, is_extension_installed, is_included_all_json_objects,
     run_sqlite3, compare_time_in_speedtest_results, check_gnome_favorite_apps, is_utc_0, check_text_enlarged,
-    check_moved_jpgs, is_in_vm_clickboard, is_vlc_fullscreen, compare_table, compare_pptx_files,
-    compare_docx_files, compare_docx_files_and_ignore_new_lines, compare_line_spacing, compare_docx_tables)}
-
-# OSWorld metrics cua does not implement, by reason (a task using one is refused as unsupported).
-LEFT_OUT = {
-    "needs pdf/image/media libraries (PyMuPDF, scikit-image, librosa, ...), too heavy for a rollout host": (
-        "compare_pdfs", "compare_images", "compare_audios", "compare_videos", "check_structure_sim", "compare_epub",
-        "check_mp3_meta", "check_pdf_pages", "fuzzy_place_math", "is_gold_text_included_in_pdf"),
-    "needs lxml and cssselect for XPath/CSS over the accessibility tree": ("check_accessibility_tree",),
-    "fed only by getters that drive Chrome over CDP or VLC's web API": (
-        "is_expected_tabs", "is_expected_active_tab", "is_expected_url_pattern_match", "is_expected_bookmarks",
-        "is_vlc_playing", "is_expected_search_query"),
-}
+    check_moved_jpgs, is_in_vm_clickboard, is_vlc_fullscreen)}
+EXTRA = None  # the standard library and PyYAML only

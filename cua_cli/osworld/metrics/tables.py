@@ -22,6 +22,7 @@ import zipfile
 from typing import Any, Optional
 from xml.etree import ElementTree
 
+from ..registry import Extra
 from .ooxml import checked
 from .values import match_value, similarity
 
@@ -474,3 +475,7 @@ def _needed(sheet, index):
     if sheet is None:
         raise ValueError(f"sheet {index!r} cannot be read")
     return sheet
+
+
+METRICS = {"compare_table": compare_table}
+EXTRA = Extra("office", {"pandas": "pandas", "openpyxl": "openpyxl"})

@@ -19,6 +19,7 @@ A deck the agent left unreadable scores 0; an unreadable gold deck raises.
 
 from xml.etree import ElementTree
 
+from ..registry import Extra
 from .ooxml import checked
 
 _NS = {"a": "http://schemas.openxmlformats.org/drawingml/2006/main"}
@@ -293,3 +294,7 @@ def _bullets(slide_xml: bytes) -> list[tuple] | None:
         if "".join(texts).strip():
             out.append((level, char, "".join(texts)))
     return out
+
+
+METRICS = {"compare_pptx_files": compare_pptx_files}
+EXTRA = Extra("office", {"pptx": "python-pptx"})

@@ -1,41 +1,14 @@
-"""OSWorld's evaluator getters that need only the in-VM HTTP API or nothing at all.
-
-A getter is `getter(ctx, config) -> value`: `config` is the task's getter object
-(`{"type": ..., ...}`), the value goes to the metric. As in OSWorld, "not there"
-is a value: a file missing on the desktop is None, for the metric to score.
-A desktop that fails raises EnvError (the evaluator reports it as EvalError).
-"""
+"""OSWorld's evaluator getters that need only the in-VM HTTP API or nothing at all: commands, the
+terminal, the accessibility tree, files on the desktop and on the web, rules and relative times."""
 
 import copy
 import datetime
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .._util.atomic import place_file, write_atomic
-from .._util.budget import Budget
-from .._util.retry import pause
-from ..errors import BadTask
-from .desktop_api import Desktop
-from .local_files import Downloads, safe_name
-
-
-@dataclass
-class EvalContext:
-    """What getters use: OSWorld passes its whole DesktopEnv, cua passes this."""
-    desktop: Desktop
-    downloads: Downloads
-    folder: Path                  # this episode's folder (as setup's): vm_file copies, stdout captures
-    budget: Budget
-    file_tries: int = 3           # OSWorld asks for a missing file 3 times ...
-    file_retry_s: float = 5.0     # ... 5 s apart (never past the deadline)
-
-
-def _need(config: dict, key: str, types=str):
-    value = config.get(key)
-    if not isinstance(value, types) or isinstance(value, bool):
-        raise BadTask(f"getter {config.get('type')!r}: {key!r} is missing or of the wrong type")
-    return value
+from ..._util.atomic import place_file, write_atomic
+from ...errors import BadTask
+from ..local_files import safe_name
+from .context import EvalContext, given, many, need, pull
 
 
 def get_rule(ctx: EvalContext, config: dict):
@@ -43,12 +16,12 @@ def get_rule(ctx: EvalContext, config: dict):
 
 
 def get_vm_command_line(ctx: EvalContext, config: dict) -> str:
-    return ctx.desktop.execute(_need(config, "command", (list, str)), ctx.budget,
+    return ctx.desktop.execute(need(config, "command", (list, str)), ctx.budget,
                                shell=bool(config.get("shell", False)))["output"]
 
 
 def get_vm_command_error(ctx: EvalContext, config: dict) -> str:
-    return ctx.desktop.execute(_need(config, "command", (list, str)), ctx.budget,
+    return ctx.desktop.execute(need(config, "command", (list, str)), ctx.budget,
                                shell=bool(config.get("shell", False)))["error"]
 
 
@@ -61,7 +34,7 @@ def get_accessibility_tree(ctx: EvalContext, config: dict) -> Optional[str]:
 
 
 def get_list_directory(ctx: EvalContext, config: dict) -> Optional[dict]:
-    return ctx.desktop.list_directory(_need(config, "path"), ctx.budget)
+    return ctx.desktop.list_directory(need(config, "path"), ctx.budget)
 
 
 def get_vm_screen_size(ctx: EvalContext, config: dict) -> dict:
@@ -69,7 +42,7 @@ def get_vm_screen_size(ctx: EvalContext, config: dict) -> dict:
 
 
 def get_vm_window_size(ctx: EvalContext, config: dict) -> Optional[dict]:
-    return ctx.desktop.window_size(_need(config, "app_class_name"), ctx.budget)
+    return ctx.desktop.window_size(need(config, "app_class_name"), ctx.budget)
 
 
 def _with_time(name: str, fmt: str) -> str:
@@ -80,50 +53,21 @@ def _with_time(name: str, fmt: str) -> str:
     return head + datetime.datetime.now().strftime(fmt) + "." + rest.split(".")[0]
 
 
-def _many(config: dict, getter: str) -> tuple[list, list, set]:
-    """(sources, dests, the indices handed to the metric) of a possibly `multi` getter."""
-    if config.get("multi", False):
-        paths, dests = config.get("path"), config.get("dest")
-        if not (isinstance(paths, list) and isinstance(dests, list) and len(paths) == len(dests)
-                and all(isinstance(x, str) for x in paths + dests)):
-            raise BadTask(f"getter {getter!r}: with multi, 'path' and 'dest' must be string lists of one length")
-    else:
-        paths, dests = [_need(config, "path")], [_need(config, "dest")]
-    gives = config.get("gives", [0])
-    if not isinstance(gives, list) or not all(isinstance(i, int) for i in gives):
-        raise BadTask(f"getter {getter!r}: 'gives' must be a list of indices")
-    return paths, dests, set(gives)
-
-
-def _given(out: list):
-    return out[0] if len(out) == 1 else out
-
-
 def get_vm_file(ctx: EvalContext, config: dict):
     """Pull files through `/file` into the episode folder: their local paths, None for a missing one."""
-    paths, dests, gives = _many(config, "vm_file")
+    paths, dests, gives = many(config, "vm_file")
     if config.get("time_suffix") and not config.get("multi", False):
         fmt = config.get("time_format", "%Y_%m_%d")
         paths, dests = [_with_time(p, fmt) for p in paths], [_with_time(d, fmt) for d in dests]
     out = []
     for i, (path, dest) in enumerate(zip(paths, dests)):
-        data = _pull(ctx, path)
+        data = pull(ctx, path)
         local = ctx.folder / safe_name(dest)
         if data is not None:
             write_atomic(local, data)
         if i in gives:
             out.append(None if data is None else str(local))
-    return _given(out)
-
-
-def _pull(ctx: EvalContext, path: str) -> Optional[bytes]:
-    for attempt in range(ctx.file_tries):
-        data = ctx.desktop.file(path, ctx.budget)
-        if data is not None:
-            return data
-        if attempt + 1 < ctx.file_tries:
-            pause(ctx.file_retry_s, ctx.budget.should_stop, ctx.budget.deadline)
-    return None
+    return given(out)
 
 
 def get_cloud_file(ctx: EvalContext, config: dict):
@@ -133,7 +77,7 @@ def get_cloud_file(ctx: EvalContext, config: dict):
     `expected/`, apart from the desktop's files: where a task gives a result and its gold file one
     name, OSWorld's one cache folder has the gold file replace the agent's, and scores it against
     itself."""
-    paths, dests, gives = _many(config, "cloud_file")
+    paths, dests, gives = many(config, "cloud_file")
     folder = ctx.folder / "expected"
     folder.mkdir(exist_ok=True)
     out = []
@@ -142,12 +86,12 @@ def get_cloud_file(ctx: EvalContext, config: dict):
         place_file(ctx.downloads.fetch(url, dest, ctx.budget), local)
         if i in gives:
             out.append(str(local))
-    return _given(out)
+    return given(out)
 
 
 def get_cache_file(ctx: EvalContext, config: dict) -> str:
     """A file a step captured (`stdout`/`stderr`) in the episode folder."""
-    local = ctx.folder / safe_name(_need(config, "path"))
+    local = ctx.folder / safe_name(need(config, "path"))
     if not local.is_file():
         raise FileNotFoundError(f"no captured file {config['path']!r} (did the postconfig step run?)")
     return str(local)
@@ -202,7 +146,7 @@ def time_format(template: str, day: datetime.datetime) -> str:
 
 def get_rule_relativeTime(ctx: EvalContext, config: dict, now: Optional[datetime.datetime] = None):
     """The rules with `expected`'s time templates filled for the relative days named in `relativeTime`."""
-    rules = copy.deepcopy(_need(config, "rules", dict))
+    rules = copy.deepcopy(need(config, "rules", dict))
     relative, expected = rules.get("relativeTime"), rules.get("expected")
     if not isinstance(relative, dict) or not isinstance(expected, dict) or "from" not in relative:
         raise BadTask("rule_relativeTime: rules need 'relativeTime' {'from', ...} and 'expected'")
@@ -217,3 +161,4 @@ def get_rule_relativeTime(ctx: EvalContext, config: dict, now: Optional[datetime
 
 GETTERS: dict[str, Callable[[EvalContext, dict], Any]] = {
     name[len("get_"):]: fn for name, fn in dict(globals()).items() if name.startswith("get_") and callable(fn)}
+EXTRA = None

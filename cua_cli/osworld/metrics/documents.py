@@ -17,6 +17,7 @@ does a file that is not .docx (OSWorld's .odt branch serves no task).
 
 import re
 
+from ..registry import Extra
 from .ooxml import checked
 from .values import similarity
 
@@ -91,3 +92,8 @@ def compare_docx_tables(result, expected=None) -> float:
                for i in range(len(t1.rows)) for j in range(len(t1.columns))):
             return 0.0
     return 1.0
+
+
+METRICS = {f.__name__: f for f in (compare_docx_files, compare_docx_files_and_ignore_new_lines, compare_line_spacing,
+                                   compare_docx_tables)}
+EXTRA = Extra("office", {"docx": "python-docx"})

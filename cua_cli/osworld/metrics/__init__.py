@@ -1,0 +1,23 @@
+"""OSWorld's evaluator metrics, rewritten for cua: one module per family of apps, as OSWorld groups
+them, each with its `METRICS` by name and the `EXTRA` its libraries come from (None: cua's own).
+
+    general    text, lists, JSON, CSV, config files, the os domain
+    tables     compare_table (spreadsheets)
+    slides     compare_pptx_files (slide decks)
+    documents  the docx metrics
+    values     value matching shared by the families
+    ooxml      guarded reading of Office zip files
+
+A metric is `metric(result, expected, **options)` (or without `expected` when its getter gave
+none) -> a number in [0, 1], as OSWorld calls it. What a task uses beyond these is refused
+(support.py).
+"""
+
+from typing import Any, Callable
+
+from ..registry import collect
+from . import documents, general, slides, tables
+
+METRICS, EXTRAS = collect((general, tables, slides, documents), "METRICS")
+# metric -> what a task's options ask of it that cua lacks (e.g. "rule 'sparkline'")
+OPTION_CHECKS: dict[str, Callable[[Any], list[str]]] = {"compare_table": tables.unsupported_rules}
