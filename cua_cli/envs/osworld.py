@@ -97,7 +97,7 @@ class OSWorldSession:
         self.env, self.got, self.task, self.files = env, got, task, files
         self.recording = False
         s = env.settings
-        self.api = DesktopAPI(ApiSettings(got.api, s.timeout_s, s.exec_timeout_s, s.retries))
+        self.api = DesktopAPI(ApiSettings(got.api, s.timeout_s, s.exec_timeout_s, s.retries, got.apps))
         self.folder = Path(tempfile.mkdtemp(prefix="cua-osworld-episode-"))
         self.setup = SetupContext(self.api, env.downloads, self.folder, env.files_dir)
         self.last_action: str | None = None

@@ -23,6 +23,7 @@ from ..osworld.desktop_api import ApiSettings, DesktopAPI
 CHECK_TIMEOUT_S = 30.0
 RESET_TIMEOUT_S = 300.0
 STRIKES = 2  # failed checks before a desktop is put aside
+OSWORLD_CHROMIUM_PORT, OSWORLD_VLC_PORT = 9222, 8080  # where an OSWorld VM publishes them (its README)
 
 
 class DesktopList:
@@ -51,9 +52,11 @@ class DesktopList:
                     self.held[desktop_id] = i
                     url = urlsplit(self.urls[i])
                     port = url.port or (443 if url.scheme == "https" else 80)
-                    # "api": where the desktop is (DART's servers have it on their own host, at server_port)
+                    # "api": where the desktop is (DART's servers have it on their own host, at server_port);
+                    # an OSWorld VM publishes Chrome's debugging port and VLC's web interface on its host
                     return 200, {"message": "Emulator started successfully", "code": 0,
                                  "data": {"emulator_id": desktop_id, "server_port": port, "api": self.urls[i],
+                                          "chromium_port": OSWORLD_CHROMIUM_PORT, "vlc_port": OSWORLD_VLC_PORT,
                                           "token": self.token}}
                 self.strikes[i] += 1
                 if self.strikes[i] < STRIKES:

@@ -11,7 +11,7 @@ host and the desktop's `server_port`.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from .._util.budget import Budget
@@ -29,6 +29,7 @@ class Allocation:
     server: str        # the allocation server's base URL
     desktop_id: str    # its emulator_id
     api: str           # the desktop's in-VM API: http://host:server_port
+    apps: dict = field(default_factory=dict)  # its apps' published ports: {"chromium"|"vlc": http://host:port}
 
 
 class Allocator:
@@ -85,7 +86,7 @@ class Allocator:
         api = data.get("api")  # cua's list allocator says where each desktop of its list is
         if not (isinstance(api, str) and api.startswith(("http://", "https://"))):
             api = f"http://{_host(urlsplit(server).hostname or '127.0.0.1')}:{port}"
-        return Allocation(server, desktop_id, api.rstrip("/"))
+        return Allocation(server, desktop_id, api.rstrip("/"), _apps(data, urlsplit(api).hostname or "127.0.0.1"))
 
     def _has_room(self, server: str, budget: Budget, problems: list, full: list) -> bool:
         """As DART's client: a server whose /tokens has no entry for our token, or a full one, is skipped."""
@@ -128,6 +129,17 @@ def _message(r) -> str | None:
         return None
     message = body.get("message") if isinstance(body, dict) else None
     return message if isinstance(message, str) else None
+
+
+def _apps(data: dict, host: str) -> dict:
+    """Where the desktop publishes Chrome's debugging port and VLC's web interface, as start_emulator
+    says (`chromium_port`, `vlc_port`; getters and setup steps that need them fail without)."""
+    apps = {}
+    for key, app in (("chromium_port", "chromium"), ("vlc_port", "vlc")):
+        port = data.get(key)
+        if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536:
+            apps[app] = f"http://{_host(host)}:{port}"
+    return apps
 
 
 def _host(host: str) -> str:

@@ -15,7 +15,7 @@ commands travel to the desktop as data.
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Union
 from urllib.parse import urlencode
 
@@ -44,6 +44,7 @@ class ApiSettings:
     timeout_s: float = 60.0       # any one request
     exec_timeout_s: float = 130.0  # /execute: the server itself gives a command 120 s
     retries: int = 3              # transient failures of a request that is safe to repeat
+    apps: dict = field(default_factory=dict)  # published app ports: {"chromium"|"vlc": http://host:port}
 
 
 class Desktop(Protocol):
@@ -63,6 +64,7 @@ class Desktop(Protocol):
     def screen_size(self, budget: Budget) -> dict: ...
     def window_size(self, app_class_name: str, budget: Budget) -> Optional[dict]: ...
     def wallpaper(self, budget: Budget) -> Optional[bytes]: ...
+    def app_url(self, app: str) -> Optional[str]: ...
 
 
 class DesktopAPI:
@@ -72,6 +74,11 @@ class DesktopAPI:
         self.s = settings
         self.base = settings.url.rstrip("/")
         self.http = http or Client()
+
+    def app_url(self, app: str) -> Optional[str]:
+        """The base URL of an app's published port ("chromium": Chrome's debugging port, "vlc": VLC's
+        web interface), or None when the desktop's source did not publish it."""
+        return self.s.apps.get(app)
 
     # -- plumbing
 

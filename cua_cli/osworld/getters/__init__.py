@@ -6,9 +6,9 @@
 """
 
 from ..registry import collect
-from . import general
+from . import chrome, chrome_pages, general, gimp, slides, vlc, vscode
 from .context import EvalContext
 
-GETTERS, EXTRAS = collect((general,), "GETTERS")
+GETTERS, EXTRAS = collect((general, chrome, chrome_pages, slides, vlc, gimp, vscode), "GETTERS")
 
 __all__ = ["GETTERS", "EXTRAS", "EvalContext"]

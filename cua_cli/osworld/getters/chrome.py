@@ -1,0 +1,4 @@
+"""OSWorld's chrome getters (being written)."""
+
+GETTERS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's chrome_pages getters (being written)."""
+
+GETTERS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's gimp getters (being written)."""
+
+GETTERS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's slides getters (being written)."""
+
+GETTERS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's vlc getters (being written)."""
+
+GETTERS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's vscode getters (being written)."""
+
+GETTERS: dict = {}
+EXTRA = None

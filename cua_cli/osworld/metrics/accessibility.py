@@ -1,0 +1,4 @@
+"""OSWorld's accessibility metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's chrome metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

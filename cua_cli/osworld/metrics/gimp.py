@@ -1,0 +1,4 @@
+"""OSWorld's gimp metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

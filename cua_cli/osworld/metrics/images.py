@@ -1,0 +1,4 @@
+"""OSWorld's images metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

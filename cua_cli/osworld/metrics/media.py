@@ -1,0 +1,4 @@
+"""OSWorld's media metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

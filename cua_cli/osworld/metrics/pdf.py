@@ -1,0 +1,4 @@
+"""OSWorld's pdf metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

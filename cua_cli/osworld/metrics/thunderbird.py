@@ -1,0 +1,4 @@
+"""OSWorld's thunderbird metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

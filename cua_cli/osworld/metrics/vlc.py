@@ -1,0 +1,4 @@
+"""OSWorld's vlc metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None

@@ -1,0 +1,4 @@
+"""OSWorld's vscode metrics (being written)."""
+
+METRICS: dict = {}
+EXTRA = None
