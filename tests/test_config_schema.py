@@ -135,11 +135,14 @@ def test_config_tasks_counts_what_a_rollout_would_play_and_says_why_not_the_othe
     examples = tmp_path / "examples"
     shutil.copytree(ROOT / "tests" / "data" / "osworld" / "evaluation_examples" / "examples" / "os", examples / "os")
     shutil.copytree(ROOT / "tests" / "data" / "osworld" / "calc", examples / "libreoffice_calc")
-    chrome = json.loads((examples / "os" / "cua-os-idle-delay.json").read_text())
-    chrome.update(id="cua-tabs", related_apps=["chrome"],
-                  config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.com"]}}])
+    base = json.loads((examples / "os" / "cua-os-idle-delay.json").read_text())
     (examples / "chrome").mkdir()
-    (examples / "chrome" / "cua-tabs.json").write_text(json.dumps(chrome))
+    tabs = dict(base, id="cua-tabs", related_apps=["chrome"],
+                config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.com/a"]}}])
+    (examples / "chrome" / "cua-tabs.json").write_text(json.dumps(tabs))
+    drive = dict(base, id="cua-drive", config=[{"type": "googledrive", "parameters": {
+        "settings_file": "evaluation_examples/settings/googledrive/settings.yml", "operation": ["delete"]}}])
+    (examples / "os" / "cua-drive.json").write_text(json.dumps(drive))
     config = tmp_path / "c.yaml"
     config.write_text(f"tasks: {{kind: osworld, osworld: {{task_list: {examples}}}}}\n"
                       "env: {kind: osworld, url: local}\nagent: {kind: osworld}\n")
@@ -147,16 +150,21 @@ def test_config_tasks_counts_what_a_rollout_would_play_and_says_why_not_the_othe
     r = run_cua("config", "tasks", str(config), "--set", "env.osworld.apps=[]", "--format", "json")
     assert r.returncode == 0, r.stderr
     plan = json.loads(r.stdout)
-    assert (plan["tasks"], plan["playable"]) == (7, 5)
+    assert (plan["tasks"], plan["playable"], plan["needs_credentials"], plan["needs_network"]) == (8, 5, 1, 1)
     assert {d["domain"]: (d["tasks"], d["playable"]) for d in plan["domains"]} == {
-        "chrome": (1, 0), "libreoffice_calc": (1, 0), "os": (5, 5)}
-    assert {r["task_id"]: r["missing"] for r in plan["refused"]} == {
-        "cua-tabs": ["step 'chrome_open_tabs'", "app 'chrome' (not on these desktops)"],
-        "cua-calc-row-totals": ["app 'libreoffice_calc' (not on these desktops)"]}
-    # Desktops with every app (OSWorld's VMs): only what cua itself lacks is left.
+        "chrome": (1, 0), "libreoffice_calc": (1, 0), "os": (6, 5)}
+    missing = {r["task_id"]: r["missing"] for r in plan["refused"]}
+    assert missing.keys() == {"cua-tabs", "cua-calc-row-totals", "cua-drive"}
+    # cua's own desktops have no network: a page the task opens would not load there
+    assert {"app 'chrome' (not on these desktops)",
+            "network (step 'chrome_open_tabs' opens example.com)"} <= set(missing["cua-tabs"])
+    assert missing["cua-calc-row-totals"] == ["app 'libreoffice_calc' (not on these desktops)"]
+    assert missing["cua-drive"] == ["step 'googledrive' (needs credentials: a Google account)"]
+    # Desktops with every app and the web (OSWorld's VMs): only what cua itself lacks is left.
     table = run_cua("config", "tasks", str(config), "--set", "env.url=http://10.0.0.5:50003")
     assert table.returncode == 0, table.stderr
-    assert re.search(r"total\s+7\s+6\s+1", table.stdout) and "step 'chrome_open_tabs'" in table.stdout
-    assert "not on these desktops" not in table.stdout
+    assert re.search(r"total\s+8\s+7\s+1\s+0\s+0", table.stdout), table.stdout
+    assert "needs credentials" in table.stdout and "not on these desktops" not in table.stdout
+    assert "network (" not in table.stdout
     bad = run_cua("config", "tasks", str(config), "--set", "env.osworld.apps=[notepad]")
     assert bad.returncode == 2 and "env.osworld.apps" in bad.stderr and "Traceback" not in bad.stderr

@@ -115,12 +115,13 @@ def test_tasks_cua_cannot_play_are_listed_and_counted_apart_never_scored(tmp_pat
     cfg_path = tmp_path / "c.yaml"
     cfg_path.write_text("env: {kind: osworld, url: 'http://127.0.0.1:9'}\nagent: {kind: osworld}\n")
     cfg = load_config(str(cfg_path))
-    tabs = [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.com"]}}]
+    drive = [{"type": "googledrive", "parameters": {"settings_file": "settings.yml", "operation": ["delete"]}}]
     playable = _task()
-    tasks = [playable, Task("chrome-tabs", "chrome", "x", {"config": tabs}, {"func": "infeasible"})]
+    tasks = [playable, Task("drive", "multi_apps", "x", {"config": drive}, {"func": "infeasible"})]
     kept, refused = split_unsupported(cfg, tasks)
     assert kept == [playable]
-    assert refused == [{"task_id": "chrome-tabs", "domain": "chrome", "missing": ["step 'chrome_open_tabs'"]}]
+    assert refused == [{"task_id": "drive", "domain": "multi_apps",
+                        "missing": ["step 'googledrive' (needs credentials: a Google account)"]}]
 
     run = RunDir.create(tmp_path / "results", "u", {})
     run.refuse(refused)

@@ -13,3 +13,7 @@ client as OSWorld runs them, against OSWorld's in-VM HTTP API (see docs and note
 
 Nothing here runs task or model code on the client: commands go to the desktop as data.
 """
+
+# The OSWorld evaluator code cua's scores follow (its getters, metrics and their quirks): the code
+# behind OSWorld-Verified, on PyPI. Each OSWorld run records it in run.json as `scored_as`.
+OSWORLD_EVALUATOR = "OSWorld desktop-env 1.0.2"

@@ -1,11 +1,21 @@
 """Which parts of a task cua does not implement: such a task is refused when a run starts and
-counted as `unsupported`, never played and scored 0."""
+counted as `unsupported`, never played and scored 0.
+
+The parts that act on a Google account (OSWorld's `googledrive` and `login` steps, its
+`googledrive_file` getter) are not implemented on purpose: they need an account's credentials in
+OSWorld's settings files (the steps' and getter's `settings_file`:
+`settings/googledrive/settings.yml` for Drive, `settings/google/settings.json` for the login),
+which no shared harness should hold. They are named apart: "(needs credentials: ...)".
+"""
 
 from typing import Optional
 
 from . import getters, metrics
 from .registry import Extra, install_hint
 from .setup import STEPS
+
+CREDENTIALS = {"step": ("googledrive", "login"), "getter": ("googledrive_file",)}
+NEEDS_CREDENTIALS = "(needs credentials: a Google account)"
 
 
 def steps_and_evaluator(task: dict) -> tuple[list, dict]:
@@ -32,13 +42,13 @@ def unsupported(task: dict, libraries: bool = True) -> list[str]:
         if entry not in missing:
             missing.append(entry)
 
-    for step in steps + _list(evaluator.get("postconfig")):
+    for step in steps + as_list(evaluator.get("postconfig")):
         if isinstance(step, dict) and step.get("type") not in STEPS:
-            note("step", step.get("type"))
+            note("step", step.get("type"), _credentials("step", step.get("type")))
     func = evaluator.get("func")
     if func == "infeasible":
         return missing
-    names, options = _list(func), paired(evaluator, "options")
+    names, options = as_list(func), paired(evaluator, "options")
     for i, name in enumerate(names):
         if name not in metrics.METRICS:  # "infeasible" inside a list is no metric OSWorld can call either
             note("metric", name)
@@ -48,14 +58,23 @@ def unsupported(task: dict, libraries: bool = True) -> list[str]:
         if libraries and _lacks(metrics.EXTRAS.get(name)):
             note("metric", name, _lacks(metrics.EXTRAS[name]))
     for key in ("result", "expected"):
-        for getter in _list(evaluator.get(key)):
+        for getter in as_list(evaluator.get(key)):
             if isinstance(getter, dict) and getter:
                 kind = getter.get("type")
                 if kind not in getters.GETTERS:
-                    note("getter", kind)
+                    note("getter", kind, _credentials("getter", kind))
                 elif libraries and _lacks(getters.EXTRAS.get(kind)):
                     note("getter", kind, _lacks(getters.EXTRAS[kind]))
     return missing
+
+
+def needs_credentials(missing: list[str]) -> bool:
+    """Whether what a task lacks (unsupported's list) includes a Google account."""
+    return any(m.endswith(NEEDS_CREDENTIALS) for m in missing)
+
+
+def _credentials(what: str, name) -> str:
+    return NEEDS_CREDENTIALS if name in CREDENTIALS[what] else ""
 
 
 def _lacks(extra: Optional[Extra]) -> str:
@@ -76,9 +95,9 @@ def paired(evaluator: dict, key: str) -> list:
 def lacking_extras(evaluator: dict) -> tuple[list[str], list[Extra]]:
     """(the pip packages this host lacks to score with `evaluator`'s metrics and getters, the extras
     they come from)."""
-    needed = [metrics.EXTRAS.get(name) for name in _list(evaluator.get("func"))]
+    needed = [metrics.EXTRAS.get(name) for name in as_list(evaluator.get("func"))]
     for key in ("result", "expected"):
-        needed += [getters.EXTRAS.get(g.get("type")) for g in _list(evaluator.get(key)) if isinstance(g, dict)]
+        needed += [getters.EXTRAS.get(g.get("type")) for g in as_list(evaluator.get(key)) if isinstance(g, dict)]
     extras: list[Extra] = []
     for extra in needed:
         if extra and extra not in extras and extra.missing():
@@ -86,7 +105,7 @@ def lacking_extras(evaluator: dict) -> tuple[list[str], list[Extra]]:
     return sorted({pip for e in extras for pip in e.missing()}), extras
 
 
-def _list(value) -> list:
+def as_list(value) -> list:
     if value is None:
         return []
     return value if isinstance(value, list) else [value]

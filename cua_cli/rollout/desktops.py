@@ -10,6 +10,7 @@ from ..envserver.desktop_list import DesktopList, ListServer
 from ..errors import ConfigError
 from ..kinds import DESKTOP_APPS
 from ..osworld.apps import needed, on_this_host
+from ..osworld.network import needs_network
 from ..osworld.support import unsupported
 from .envserver_process import EnvServerProcess
 
@@ -38,10 +39,12 @@ def refusals(cfg: Config, tasks: list) -> list[dict]:
     if cfg.env.kind != "osworld":
         return []
     apps = set(desktop_apps(cfg))
+    offline = own_desktops(cfg)  # cua's own desktops have no network
     refused = []
     for t in tasks:
         missing = unsupported(t.to_dict())
         missing += [f"app {a!r} (not on these desktops)" for a in needed(t.config) if a not in apps]
+        missing += needs_network(t.to_dict()) if offline else []
         if missing:
             refused.append({"task_id": t.task_id, "domain": t.domain, "missing": missing})
     return refused
@@ -50,10 +53,14 @@ def refusals(cfg: Config, tasks: list) -> list[dict]:
 def desktop_apps(cfg: Config) -> list[str]:
     """The apps the run's desktops have: env.osworld.apps, else this host's for cua's own desktops,
     else all (OSWorld's image)."""
-    o = cfg.env.osworld
-    if o.apps is not None:
-        return list(o.apps)
-    return on_this_host() if cfg.env.url == "local" and not o.desktops else list(DESKTOP_APPS)
+    if cfg.env.osworld.apps is not None:
+        return list(cfg.env.osworld.apps)
+    return on_this_host() if own_desktops(cfg) else list(DESKTOP_APPS)
+
+
+def own_desktops(cfg: Config) -> bool:
+    """Whether the run plays on cua's own desktops (env.url local, no list of running desktops)."""
+    return cfg.env.url == "local" and not cfg.env.osworld.desktops
 
 
 class DesktopListServer:

@@ -16,6 +16,7 @@ from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
 from ..models import make_model, model_servers
+from ..osworld import OSWORLD_EVALUATOR
 from ..runfolder.reader import RunReader
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
@@ -61,7 +62,8 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         run = RunDir.open(resume)
         release_leftovers(run.path, secrets.get("env"))  # what the interrupted invocation left held
     else:
-        run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()))
+        about = {"scored_as": OSWORLD_EVALUATOR} if cfg.env.kind == "osworld" else {}
+        run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()), about)
     if refused:
         run.refuse(refused)
     queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)

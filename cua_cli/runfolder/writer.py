@@ -27,7 +27,9 @@ class RunDir:
         self.unsupported = self.path / UNSUPPORTED
 
     @classmethod
-    def create(cls, results_dir, name: str, config: dict) -> "RunDir":
+    def create(cls, results_dir, name: str, config: dict, about: dict | None = None) -> "RunDir":
+        """A new run folder; `about`: more for run.json (e.g. `scored_as`, the evaluator code the scores
+        follow)."""
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         base = Path(results_dir) / f"{encode_task_id(name)}-{stamp}"
         path, n = base, 1
@@ -42,7 +44,7 @@ class RunDir:
         meta = {"format_version": FORMAT_VERSION, "run_id": path.name,
                 "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "config": config,
                 "cua_version": __version__, "host": socket.gethostname(), "python": platform.python_version(),
-                "argv": sys.argv[1:]}
+                "argv": sys.argv[1:], **(about or {})}
         run.run_json.write_text(json.dumps(meta, indent=2) + "\n")
         return run
 
