@@ -3,7 +3,9 @@ helpers/osworld_reference.py) on inputs neither was written for: generated sprea
 fonts, fills, merges, as openpyxl and pandas save them) and CSV files in several encodings. A score
 that differs from OSWorld's is a task scored unlike OSWorld scores it."""
 
+import re
 import string
+from pathlib import Path
 
 import openpyxl
 import pytest
@@ -15,6 +17,7 @@ from openpyxl.styles import Font, PatternFill
 from cua_cli.osworld.metrics import general as metrics
 from cua_cli.osworld.metrics.tables import CELL_STYLES, _cell_style, compare_table, read_cell_value
 
+ROOT = Path(__file__).resolve().parents[1]
 CELLS = [f"{c}{r}" for r in range(1, 5) for c in "ABC"]
 TEXT = st.text(alphabet=string.ascii_letters + " éß€", max_size=6)
 VALUES = st.one_of(st.none(), st.integers(-999, 999), st.floats(-1e6, 1e6, allow_nan=False), TEXT,
@@ -360,3 +363,14 @@ def test_data_validation_scores_as_osworlds_compare_table(tmp_path, sheet, valid
     dv_props = [{k: data.draw(rules[k]) for k in props} for props in wanted]
     rule = {"type": "data_validation", "sheet_idx": "RNSheet1", "dv_props": dv_props}
     assert compare_table(str(path), str(path), rules=[rule]) == table.compare_table(str(path), str(path), rules=[rule])
+
+
+def test_the_evaluator_runs_record_is_the_reference_these_tests_check_against():
+    """run.json's `scored_as` names the desktop-env version that setup_env.sh installs as the reference."""
+    import importlib.metadata
+
+    from cua_cli.osworld import OSWORLD_EVALUATOR
+
+    pinned = re.search(r'^OSWORLD_REFERENCE="?([\w.]+)', (ROOT / "scripts" / "setup_env.sh").read_text(), re.M)
+    assert pinned and OSWORLD_EVALUATOR == f"OSWorld desktop-env {pinned.group(1)}"
+    assert importlib.metadata.version("desktop-env") == pinned.group(1)

@@ -60,6 +60,8 @@ def test_oracle_scores_every_task_and_doing_nothing_scores_none(tmp_path):
     assert set(finals) == set(TASKS)
     assert {t: r["outcome"] for t, r in finals.items()} == {t: "success" for t in TASKS}
     assert finals["cua-os-infeasible-firmware"]["stop_reason"] == "fail"  # FAIL is what an infeasible task wants
+    # the run says whose evaluator code its scores follow: the version the reference tests check against
+    assert json.loads((run / "run.json").read_text())["scored_as"] == "OSWorld desktop-env 1.0.2"
     held = run_cua("envs", "list", str(run))
     assert held.returncode == 0 and "no env is held" in held.stdout
     # env.osworld.record: each episode's video is in its folder, and cua view plays it on the episode's page
