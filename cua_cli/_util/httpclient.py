@@ -23,6 +23,7 @@ what is left (one settimeout before each send or recv that waits). The name
 lookup of a host name is the system resolver's and is not bounded.
 """
 
+import base64
 import json as jsonlib
 import select
 import socket
@@ -94,10 +95,14 @@ class _Malformed(Exception):
 class Client:
     """One per env or model provider; threads share it, each with its own connections."""
 
-    def __init__(self, token: str | None = None):
+    def __init__(self, token: str | None = None, basic: tuple[str, str] | None = None):
+        """`token`: a bearer token; `basic`: (user, password) of HTTP basic auth (VLC's web interface)."""
         if token and (not token.isascii() or any(c in token for c in "\r\n")):
             raise ValueError("a bearer token must be ASCII without line breaks")
         self.auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        if basic is not None:
+            pair = base64.b64encode(f"{basic[0]}:{basic[1]}".encode("utf-8")).decode("ascii")
+            self.auth = f"Authorization: Basic {pair}\r\n"
         self._local = threading.local()
 
     def get(self, url: str, timeout: float, params: dict | None = None) -> Response:

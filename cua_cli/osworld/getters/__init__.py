@@ -3,12 +3,13 @@
 
     context    what every getter is given (EvalContext) and the helpers they share
     general    commands, terminal, accessibility tree, files on the desktop and the web, rules
+    files      a desktop file's content read with the office libraries (content_from_vm_file)
 """
 
 from ..registry import collect
-from . import chrome, chrome_pages, general, gimp, slides, vlc, vscode
+from . import chrome, chrome_pages, files, general, gimp, slides, vlc, vscode
 from .context import EvalContext
 
-GETTERS, EXTRAS = collect((general, chrome, chrome_pages, slides, vlc, gimp, vscode), "GETTERS")
+GETTERS, EXTRAS = collect((general, chrome, chrome_pages, slides, vlc, gimp, vscode, files), "GETTERS")
 
 __all__ = ["GETTERS", "EXTRAS", "EvalContext"]

@@ -1,5 +1,6 @@
 """OSWorld's evaluator getters that need only the in-VM HTTP API or nothing at all: commands, the
-terminal, the accessibility tree, files on the desktop and on the web, rules and relative times."""
+terminal, the accessibility tree, files on the desktop and on the web, the wallpaper, rules and relative
+times."""
 
 import copy
 import datetime
@@ -68,6 +69,15 @@ def get_vm_file(ctx: EvalContext, config: dict):
         if i in gives:
             out.append(None if data is None else str(local))
     return given(out)
+
+
+def get_vm_wallpaper(ctx: EvalContext, config: dict) -> str:
+    """The desktop's wallpaper image saved as `dest` in the episode folder: its local path. As in
+    OSWorld, a desktop that has none (or answers nothing) leaves an empty file there, for the image
+    metric to score."""
+    local = ctx.folder / safe_name(need(config, "dest"))
+    write_atomic(local, ctx.desktop.wallpaper(ctx.budget) or b"")
+    return str(local)
 
 
 def get_cloud_file(ctx: EvalContext, config: dict):
