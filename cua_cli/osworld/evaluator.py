@@ -71,6 +71,8 @@ def _one(name: str, result_cfg, expected_cfg, options: dict, ctx: EvalContext, w
         return 0.0  # OSWorld: the file to score is not there
     expected = _get(expected_cfg, ctx, f"expected{where}") if expected_cfg else None
     metric = METRICS[name]
+    if getattr(metric, "needs_desktop", False):  # it runs what must not run here on the desktop (metrics/vscode.py)
+        options = {**options, "desktop_ctx": ctx}
     try:
         value = metric(result, **options) if expected is None else metric(result, expected, **options)
     except CuaError:
