@@ -300,6 +300,10 @@ def envs_gc(run_dir):
                    "300, its X server, shell and app).")
 @click.option("--no-limits", is_flag=True,
               help="desktop: no limits (a host without cgroups or loop devices that runs no model-written code).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST[:PORT]",
+              help="desktop: a host the desktops may reach on the web, through a proxy of the server's "
+                   "(repeatable; *.example.com for a domain and its subdomains, * for any public host). Without "
+                   "it, desktops have no network.")
 @click.option("--verbose", is_flag=True, help="Log every request.")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Release an env after this many seconds without a request (0: never).")
@@ -311,7 +315,8 @@ def envs_gc(run_dir):
 @click.option("--agentgym-seeds", metavar="SEEDS", help="Seeds for --agentgym-tasks: ranges and lists, e.g. "
                                                         "0-99 or 0-9,100,200-209.  [default: 0-99]")
 def env_server(backend, host, port, max_envs, token_env, screen, warm, session, memory_limit, process_limit,
-               disk_limit, cpu_weight, no_limits, verbose, idle_timeout, parent_pid, agentgym_tasks, agentgym_seeds):
+               disk_limit, cpu_weight, no_limits, allow_hosts, verbose, idle_timeout, parent_pid, agentgym_tasks,
+               agentgym_seeds):
     """Serve envs: real MiniWoB++ tasks over the env-cluster protocol (and AgentGym's WebArena
     protocol), or real Linux desktops with OSWorld's in-VM API, allocated through DART's protocol.
 
@@ -326,9 +331,12 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, session, 
       curl -H "Authorization: Bearer $CUA_ENV_TOKEN" -X POST localhost:50003/start_emulator
       CUA_ENV_TOKEN=secret cua env-server --backend desktop --session openbox   # bare, not Ubuntu's GNOME
       CUA_ENV_TOKEN=secret cua env-server --backend desktop --memory-limit 4 --disk-limit 8
+      CUA_ENV_TOKEN=secret cua env-server --backend desktop --allow-host '*.wikipedia.org'
     """
     from .envserver.agentgym_webarena import DEFAULT_SEEDS, parse_seeds, parse_tasks
 
+    if backend != "desktop" and allow_hosts:
+        raise click.BadParameter("is for --backend desktop", param_hint="--allow-host")
     if backend == "desktop" and (agentgym_tasks or agentgym_seeds or idle_timeout):
         raise click.BadParameter("--agentgym-* and --idle-timeout are for --backend miniwob", param_hint="--backend")
     try:
@@ -353,13 +361,19 @@ def env_server(backend, host, port, max_envs, token_env, screen, warm, session, 
         # SIGTERM takes the server's own orderly path: stop serving, quit every browser.
         watch_parent(parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
     if backend == "desktop":
+        from ._util.allowlist import HostAllowList
         from .envserver.desktop import serve as serve_desktops
         from .envserver.desktop.limits import GIB, DesktopQuota
+
+        try:
+            web = HostAllowList(list(allow_hosts)) if allow_hosts else None
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--allow-host") from None
 
         limits = DesktopQuota(memory=int(memory_limit * GIB), processes=process_limit, cpu_weight=cpu_weight,
                               disk=int(disk_limit * GIB), min_free_disk=int(disk_limit * GIB), enforce=not no_limits)
         serve_desktops(host, port, token_env, max_envs, (width, height), warm, verbose, session=session,
-                       limits=limits)
+                       limits=limits, web=web)
     else:
         from .envserver.server import serve
 

@@ -160,6 +160,12 @@ def test_config_tasks_counts_what_a_rollout_would_play_and_says_why_not_the_othe
             "network (step 'chrome_open_tabs' opens example.com)"} <= set(missing["cua-tabs"])
     assert missing["cua-calc-row-totals"] == ["app 'libreoffice_calc' (not on these desktops)"]
     assert missing["cua-drive"] == ["step 'googledrive' (needs credentials: a Google account)"]
+    # ... unless they are given the web, through their proxy
+    web = run_cua("config", "tasks", str(config), "--set", "env.osworld.apps=[]", "--set", "env.osworld.network=allow",
+                  "--set", "env.osworld.allow_hosts=[example.com]", "--format", "json")
+    assert web.returncode == 0, web.stderr
+    assert json.loads(web.stdout)["needs_network"] == 0
+    assert not any(m.startswith("network") for r in json.loads(web.stdout)["refused"] for m in r["missing"])
     # Desktops with every app and the web (OSWorld's VMs): only what cua itself lacks is left.
     table = run_cua("config", "tasks", str(config), "--set", "env.url=http://10.0.0.5:50003")
     assert table.returncode == 0, table.stderr

@@ -1,7 +1,7 @@
 """cua's desktops are OSWorld's Ubuntu to an agent: GNOME's top bar and dock, Ctrl+Alt+T, the
-overview, the dock's menu, Files, window keys, text scaling, Chrome by its name. Each behaviour is
-proved through OSWorld's in-VM API alone, the way an agent's actions reach a desktop (pyautogui code
-through /execute, OSWorld's own command), on one real GNOME desktop."""
+overview, the dock's menu, Files, window keys, text scaling, Chrome by its name, the web of its
+allow-list. Each behaviour is proved through OSWorld's in-VM API alone, the way an agent's actions
+reach a desktop (pyautogui code through /execute, OSWorld's own command), on one real GNOME desktop."""
 
 import io
 import json
@@ -10,21 +10,37 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
-from PIL import Image
 from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
+from helpers.servers import LoopbackHTTPServer
 from helpers.waiting import wait_for
+from PIL import Image
 
+from cua_cli._util.allowlist import HostAllowList
 from cua_cli.envserver.desktop.desktop import LocalDesktop
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 COMPONENT = "{https://accessibility.ubuntu.example.org/ns/component}"
 
 
+class Web(LoopbackHTTPServer):
+    def serve(self, handler, method, body):
+        self.reply(handler, 200, "text/html", f"<title>page {handler.path}</title>".encode())
+
+
 @pytest.fixture(scope="module")
-def desktop(tmp_path_factory):
+def web():
+    """"The web": pages on 127.0.0.2, a loopback address of the host that the desktop (whose own
+    loopback is its own) reaches only through its proxy, as it would a site of its allow-list."""
+    with Web("127.0.0.2") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory, web):
     workdir = tmp_path_factory.mktemp("gnome")
     workdir.chmod(0o711)
-    d = LocalDesktop(workdir, "127.0.0.1", (1920, 1080), session="gnome")
+    allow = HostAllowList([web.url.removeprefix("http://")])
+    d = LocalDesktop(workdir, "127.0.0.1", (1920, 1080), session="gnome", web=allow)
     try:
         yield d
     finally:
@@ -162,6 +178,22 @@ def test_google_chrome_starts_by_its_name_with_its_debugging_port_published_to_t
     # As OSWorld's VMs publish Chrome's port (9222), for the getters that reach Chrome over CDP
     status, _, raw = request(f"http://127.0.0.1:{desktop.published.ports['chromium']}/json/version")
     assert status == 200 and json.loads(raw)["Browser"].startswith("Chrome/"), raw
+    close_all(url)
+
+
+def test_the_hosts_of_the_allow_list_are_reached_through_the_proxy_and_nothing_else(desktop, url, web):
+    curl = "curl -s --max-time 30 "
+    assert sh(url, curl + web.url + "/by-curl") == "<title>page /by-curl</title>"
+    assert sh(url, curl + "-o /dev/null -w '%{http_code}' http://example.org/") == "403"  # not on the list
+    assert run(url, curl + "--noproxy '*' " + web.url + "/direct", shell=True)["returncode"] != 0  # no other way
+    # Chrome by its name goes through it too (GNOME's own proxy settings would not); the test's page is on a
+    # loopback address, which Chrome would not send to any proxy unless told
+    status, _, raw = request(url + "/setup/launch", "POST", {"command": [
+        "google-chrome", "--remote-debugging-port=1337", "--proxy-bypass-list=<-loopback>", web.url + "/by-chrome"]})
+    assert status == 200, raw
+    wait_for(lambda: web.requests["/by-chrome"] >= 1, 90, "Chrome's request for the page")
+    wait_for(lambda: any("page /by-chrome" in w for w in windows(url)), 60, "the page's title on Chrome's window")
+    assert web.requests["/direct"] == 0
     close_all(url)
 
 

@@ -8,6 +8,7 @@ from typing import Literal, Optional
 
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from .._util.allowlist import HostAllowList
 from ..kinds import AGENTGYM_ENVS, AGENTS, BACKENDS, DESKTOP_APPS, ENVS, PROVIDERS
 from .bounds import DAY_S, MAX_INT
 from .fields import (
@@ -148,6 +149,13 @@ class OsworldEnv(Section):
                                             "end), played beside the steps by cua view.")
     limits: DesktopLimits = Field(default_factory=DesktopLimits, description="env.url local: each desktop's "
                                                                              "limits.")
+    network: Literal["none", "allow"] = Field(
+        "none", description="env.url local: none: the desktops have no network, and tasks that open or score live "
+                            "web pages are not played (counted apart); allow: they reach the hosts of allow_hosts "
+                            "through a proxy on this host, and nothing else.")
+    allow_hosts: list[NonEmpty] = Field([], description="network allow: the hosts, e.g. [www.wikipedia.org, "
+                                                        "'*.github.com', 'localhost:8000'] ('*': any public host).")
+
     apps: Optional[list[one_of(DESKTOP_APPS)]] = Field(
         None, description="The apps the desktops have, by OSWorld's related_apps names; a task that names "
                           "another is not played (listed as unsupported). null: for cua's own desktops (env.url "
@@ -163,6 +171,13 @@ class OsworldEnv(Section):
     files_dir: Optional[NonEmpty] = Field(None, description="Files given beforehand: downloads looked up here "
                                                             "first (offline runs), and the only folder upload_file "
                                                             "steps may read.")
+
+    @model_validator(mode="after")
+    def _network(self):
+        HostAllowList(self.allow_hosts)  # a ValueError names the pattern
+        if self.network == "allow" and not self.allow_hosts:
+            raise ValueError("allow_hosts: network allow needs the hosts the desktops may reach ('*': any)")
+        return self
 
 
 class EnvConfig(Section):

@@ -39,7 +39,7 @@ def refusals(cfg: Config, tasks: list) -> list[dict]:
     if cfg.env.kind != "osworld":
         return []
     apps = set(desktop_apps(cfg))
-    offline = own_desktops(cfg)  # cua's own desktops have no network
+    offline = own_desktops(cfg) and cfg.env.osworld.network == "none"
     refused = []
     for t in tasks:
         missing = unsupported(t.to_dict())
@@ -86,6 +86,7 @@ def local_desktops(cfg: Config, log_path, secrets: dict) -> EnvServerProcess:
     lim = o.limits
     limits = (["--memory-limit", str(lim.memory_gib), "--process-limit", str(lim.processes), "--disk-limit",
                str(lim.disk_gib), "--cpu-weight", str(lim.cpu_weight)] if lim.enforce else ["--no-limits"])
+    web = [arg for host in o.allow_hosts for arg in ("--allow-host", host)] if o.network == "allow" else []
     return EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, LOCAL_TOKEN_ENV, log_path, 0.0,
                           ["--backend", "desktop", "--screen", o.screen, "--warm", str(o.warm), "--session", o.session,
-                           *limits], {**os.environ, LOCAL_TOKEN_ENV: token})
+                           *limits, *web], {**os.environ, LOCAL_TOKEN_ENV: token})

@@ -170,13 +170,13 @@ class LoopbackHTTPServer:
     """A ThreadingHTTPServer on loopback, serving while in a `with` block: each GET or POST is counted
     by path in `requests`, its body read, and handed to `serve(handler, method, body)`."""
 
-    def __init__(self):
+    def __init__(self, address: str = "127.0.0.1"):
         self.requests = Counter()     # path -> how many arrived
         self._stop = threading.Event()  # set when the server stops: what a held request waits on
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer((address, 0), self._handler())
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"http://{address}:{self.server.server_address[1]}"
 
     def __enter__(self):
         # a short poll: shutdown() waits for it, at the end of every `with`

@@ -16,22 +16,27 @@ from cua_cli.envserver.desktop.httpbase import APIServer
 from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota
 from cua_cli.envserver.desktop.ports import PublishedPorts
 from cua_cli.envserver.desktop.sandbox import Sandbox
+from cua_cli.envserver.desktop.web import WebProxy
+from cua_cli._util.allowlist import HostAllowList
 
 
 class LocalDesktop:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], verbose: bool = False,
                  session: str = "gnome", limits: DesktopQuota = DesktopQuota(enforce=False),
-                 cgroups: Cgroups | None = None):
+                 cgroups: Cgroups | None = None, web: HostAllowList | None = None):
         self.id = str(uuid.uuid4())
         self.created = time.time()
         self.last_used = time.monotonic()
         self.stopped_at_limit: str | None = None  # "kind: what happened"
-        self.sandbox = Sandbox(workdir / self.id, screen, session, limits=limits, cgroups=cgroups)
+        self.sandbox = Sandbox(workdir / self.id, screen, session, limits=limits, cgroups=cgroups, web=web is not None)
         self.executor = ExecutorClient(self.sandbox.socket_path)
+        sockets = Path(self.sandbox.socket_path).parent
+        self.web = None
         try:
             self.api = APIServer((host, 0), DesktopHandler)
             try:
-                self.published = PublishedPorts(host, Path(self.sandbox.socket_path).parent)
+                self.published = PublishedPorts(host, sockets)
+                self.web = WebProxy(sockets, web) if web is not None else None
             except BaseException:
                 self.api.server_close()
                 raise
@@ -67,5 +72,7 @@ class LocalDesktop:
         self.api.shutdown()
         self.api.server_close()
         self.published.close()
+        if self.web is not None:
+            self.web.close()
         self.executor.close()
         self.sandbox.kill()

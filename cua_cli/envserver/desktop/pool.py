@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cua_cli.envserver.desktop.desktop import LocalDesktop
 from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota, host_shortage
+from cua_cli._util.allowlist import HostAllowList
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,9 @@ class Lease:
 class DesktopPool:
     def __init__(self, workdir: Path, host: str, screen: tuple[int, int], limit: int, warm: int,
                  verbose: bool = False, session: str = "gnome", limits: DesktopQuota = DesktopQuota(enforce=False),
-                 cgroups: Cgroups | None = None):
+                 cgroups: Cgroups | None = None, web: HostAllowList | None = None):
         self.workdir, self.host, self.screen, self.verbose, self.session = workdir, host, screen, verbose, session
-        self.limits, self.cgroups = limits, cgroups
+        self.limits, self.cgroups, self.web = limits, cgroups, web
         self.limit, self.warm_target = limit, min(warm, limit)
         self.leases: dict[str, Lease] = {}
         self.warm: list[LocalDesktop] = []
@@ -61,7 +62,7 @@ class DesktopPool:
 
     def _new_desktop(self) -> LocalDesktop:
         return LocalDesktop(self.workdir, self.host, self.screen, self.verbose, self.session, self.limits,
-                            self.cgroups)
+                            self.cgroups, self.web)
 
     # -- allocation ---------------------------------------------------------------------------------
     def allocate(self, token: str) -> Lease:

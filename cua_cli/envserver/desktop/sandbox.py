@@ -44,13 +44,15 @@ def _python_dirs() -> list[str]:
 
 class Sandbox:
     def __init__(self, workdir: Path, screen: tuple[int, int], session: str = "gnome", ready_timeout: float = 180.0,
-                 limits: DesktopQuota = DesktopQuota(enforce=False), cgroups: Cgroups | None = None):
+                 limits: DesktopQuota = DesktopQuota(enforce=False), cgroups: Cgroups | None = None,
+                 web: bool = False):
         with _slot_lock:
             slot = _base_slot + next(_slots) % 60000
         self.uid_base = slot * UID_SPAN
         self.dir = workdir
         self.screen = screen
         self.session = session
+        self.web = web  # its apps are pointed at its proxy (web.py serves it on the host)
         self.limits = limits if cgroups is not None else DesktopQuota(enforce=False)
         self._cgroups = cgroups
         self.cgroup = None
@@ -77,7 +79,7 @@ class Sandbox:
         config = {"root": str(d / "root"), "home": str(d / "home"), "sock": str(d / "sock"), "etc": str(d / "etc"),
                   "uid_base": base, "screen": list(self.screen), "guest_dir": str(GUEST),
                   "python_dirs": _python_dirs(), "venv": sys.prefix, "hostname": "desktop",
-                  "session": self.session}
+                  "session": self.session, "web": self.web}
         if self.limits.enforce:
             config.update(disk_bytes=self.limits.disk, disk_image=str(d / "disk.img"), disk_dir=str(d / "disk"))
         ready_r, ready_w = os.pipe()

@@ -16,6 +16,7 @@ from cua_cli.envserver.desktop.dart import DartHandler
 from cua_cli.envserver.desktop.httpbase import APIServer
 from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota, LimitSetupError
 from cua_cli.envserver.desktop.pool import DesktopPool
+from cua_cli._util.allowlist import HostAllowList
 from cua_cli.errors import InputError
 
 
@@ -71,8 +72,9 @@ def host_cgroups(limits: DesktopQuota) -> Cgroups | None:
 def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
                 screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
                 workdir: str | None = None, session: str = "gnome",
-                limits: DesktopQuota = DesktopQuota()) -> DesktopEnvServer:
-    """Bind the allocation server (port 0: a free one) and start filling the warm pool."""
+                limits: DesktopQuota = DesktopQuota(), web: HostAllowList | None = None) -> DesktopEnvServer:
+    """Bind the allocation server (port 0: a free one) and start filling the warm pool. `web`: the hosts
+    the desktops may reach through their proxy (None: no network)."""
     token = os.environ.get(token_env, "") if token_env else ""
     if not token:
         raise InputError(f"set the allocation token in the environment variable {token_env or '(none named)'}")
@@ -93,7 +95,7 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
     base = Path(tempfile.mkdtemp(prefix=PREFIX, dir=workdir))
     base.chmod(0o711)  # desktops' launchers pass through; nobody lists it
     (base / "server.pid").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
-    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose, session, limits, cgroups)
+    pool = DesktopPool(base, host, (width, height), max_desktops, warm, verbose, session, limits, cgroups, web)
     try:
         return DesktopEnvServer((host, port), token, pool, base, verbose)
     except BaseException:
@@ -106,8 +108,9 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
 
 def serve(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_ENV_TOKEN", max_desktops: int = 2,
           screen: tuple[int, int] = (1920, 1080), warm: int = 0, verbose: bool = False,
-          workdir: str | None = None, session: str = "gnome", limits: DesktopQuota = DesktopQuota()) -> None:
-    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir, session, limits)
+          workdir: str | None = None, session: str = "gnome", limits: DesktopQuota = DesktopQuota(),
+          web: HostAllowList | None = None) -> None:
+    server = make_server(host, port, token_env, max_desktops, screen, warm, verbose, workdir, session, limits, web)
 
     try:
         serve_until_stopped(server, lambda: print(

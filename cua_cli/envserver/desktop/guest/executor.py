@@ -401,7 +401,7 @@ def main() -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(SOCKET)
     server.listen(64)
-    ports.publish()
+    ports.publish(web="http_proxy" in os.environ)
     _wait_for_window_manager()  # wmctrl-based routes need it
     executor.screenshot({}, b"")  # warm the grab and the encoder before saying ready
     ready_fd = int(os.environ.pop("CUA_READY_FD"))

@@ -25,6 +25,7 @@ import threading
 import time
 
 import linux
+import ports
 import sudod
 
 USER_UID = 1000  # the desktop's user, as on OSWorld's image
@@ -167,6 +168,10 @@ def session_env(cfg: dict) -> dict:
     if cfg["session"] == "gnome":  # as Ubuntu's session sets them
         env.update(XDG_CURRENT_DESKTOP="ubuntu:GNOME", XDG_SESSION_DESKTOP="ubuntu", DESKTOP_SESSION="ubuntu",
                    GNOME_SHELL_SESSION_MODE="ubuntu", XDG_DATA_DIRS=f"{UBUNTU}/share:/usr/local/share:/usr/share")
+    if cfg.get("web"):  # the way out is the proxy (ports.py): every app that honours these, Chrome by its flag
+        proxy = f"http://127.0.0.1:{ports.WEB_PORT}"
+        env.update(http_proxy=proxy, https_proxy=proxy, HTTP_PROXY=proxy, HTTPS_PROXY=proxy,
+                   no_proxy="localhost,127.0.0.1,::1", CUA_WEB_PROXY=proxy)
     return env
 
 
