@@ -17,9 +17,13 @@ for underline unset is the same as off but not as on, as in OSWorld.
 A deck the agent left unreadable scores 0; an unreadable gold deck raises.
 """
 
+import math
+import re
+import zipfile
 from xml.etree import ElementTree
 
 from ..registry import Extra
+from .documents import registry_root
 from .ooxml import checked
 
 _NS = {"a": "http://schemas.openxmlformats.org/drawingml/2006/main"}
@@ -296,5 +300,246 @@ def _bullets(slide_xml: bytes) -> list[tuple] | None:
     return out
 
 
-METRICS = {"compare_pptx_files": compare_pptx_files}
+# -- OSWorld's checks of one thing in a deck, or in LibreOffice's settings
+
+_EMU_HALF_INCH = 457200
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+_OOR = "{http://openoffice.org/2001/registry}"
+
+
+def _agent_deck(path):
+    """The agent's deck, or None when it left none that python-pptx reads."""
+    from pptx import Presentation
+
+    if not path:
+        return None
+    try:
+        return Presentation(checked(path))
+    except Exception:  # the agent left no readable deck
+        return None
+
+
+def check_image_stretch_and_center(result, expected=None) -> float:
+    """The gold (original) deck's first picture on slide 1 is, in the agent's deck (the last picture
+    of its slide 1 with the same image bytes), stretched to the gold deck's slide size and centred,
+    each within half an inch."""
+    from pptx import Presentation
+
+    original = Presentation(checked(expected))
+    width, height = original.slide_width, original.slide_height
+    pictures = [s for s in original.slides[0].shapes if s.shape_type == _PICTURE]
+    mine = _agent_deck(result)
+    if mine is None:
+        return 0.0
+    try:
+        if not pictures:
+            return 0.0  # OSWorld looks at the agent's first slide before it sees there is nothing to find
+        blob = pictures[0].image.blob
+        found = None
+        for shape in mine.slides[0].shapes:
+            if shape.shape_type == _PICTURE and shape.image.blob == blob:
+                found = shape
+        if found is None:
+            return 0.0
+        return float(abs(found.width - width) <= _EMU_HALF_INCH and abs(found.height - height) <= _EMU_HALF_INCH
+                     and abs(found.left - (width - found.width) / 2) <= _EMU_HALF_INCH
+                     and abs(found.top - (height - found.height) / 2) <= _EMU_HALF_INCH)
+    except Exception:  # OSWorld fails on the agent's deck (no slide, a linked picture, no size)
+        return 0.0
+
+
+def check_slide_orientation_Portrait(result) -> float:  # noqa: N802 - OSWorld's name
+    deck = _agent_deck(result)
+    try:
+        return float(deck is not None and deck.slide_width < deck.slide_height)
+    except TypeError:  # a deck without a slide size
+        return 0.0
+
+
+def evaluate_presentation_fill_to_rgb_distance(result, rules=None) -> float:
+    """1 less the mean over slides of each background's RGB distance to `rules.rgb` (a fraction of
+    black to white's); a slide whose background is no solid RGB colour (its own, or its master's
+    when it inherits one), or is `rules.original_rgb`, counts as the full distance."""
+    if not isinstance(rules, dict) or "rgb" not in rules:
+        raise ValueError("the rule needs 'rgb'")
+    target, original = rules["rgb"], rules.get("original_rgb")
+    if len(target) != 3 or (original is not None and len(original) != 3):
+        raise ValueError("'rgb' and 'original_rgb' must be three numbers")
+    deck = _agent_deck(result)
+    if deck is None or len(deck.slides) == 0:  # OSWorld divides by the number of slides
+        return 0.0
+    try:
+        distances = [_fill_distance(slide, target, original) for slide in deck.slides]
+    except Exception:  # OSWorld fails on the agent's deck
+        return 0.0
+    return 1 - sum(distances) / len(deck.slides)
+
+
+def _fill_distance(slide, target, original) -> float:
+    fill = slide.background.fill
+    if fill.type == _INHERITED:
+        fill = slide.slide_layout.slide_master.background.fill
+    if fill.type != _SOLID:
+        return 1
+    try:
+        rgb = fill.fore_color.rgb
+    except Exception:  # a theme colour has no RGB value of its own
+        return 1
+    if rgb is None:
+        return 1
+    (r1, g1, b1), (r2, g2, b2) = rgb, target
+    if original is not None and (r1, g1, b1) == tuple(original):
+        return 1
+    return math.sqrt((r1 - r2) ** 2 + (g1 - g2) ** 2 + (b1 - b2) ** 2) / math.sqrt(255 ** 2 + 255 ** 2 + 255 ** 2)
+
+
+def check_left_panel(result) -> float:
+    """The accessibility tree has a document-frame named "Slides View" (Impress's slide pane)."""
+    if not result:
+        return 0.0
+    try:
+        root = ElementTree.fromstring(result)
+    except ElementTree.ParseError:
+        return 0.0
+    return float(any(frame.get("name") == "Slides View" for frame in root.iter("document-frame")))
+
+
+def check_transition(result, rules=None) -> float:
+    """The slide `rules.slide_idx` (its file, ppt/slides/slide<n+1>.xml) has a transition whose
+    first transition element holds a `rules.transition_type` element (e.g. dissolve)."""
+    if not isinstance(rules, dict) or "slide_idx" not in rules or "transition_type" not in rules:
+        raise ValueError("the rule needs 'slide_idx' and 'transition_type'")
+    kind = rules["transition_type"]
+    if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z][\w.-]*", kind):
+        raise ValueError(f"transition type {kind!r} is no element name")
+    root = _slide_part(result, f"ppt/slides/slide{int(rules['slide_idx']) + 1}.xml")
+    if root is None:
+        return 0.0
+    transition = next(root.iter(f"{_P}transition"), None)
+    return float(transition is not None and next(
+        (e for e in transition.iter(f"{_P}{kind}") if e is not transition), None) is not None)
+
+
+def _slide_part(path, name: str):
+    """A part of the agent's deck, parsed; None when the deck or the part cannot be read."""
+    if not path:
+        return None
+    try:
+        with zipfile.ZipFile(checked(path)) as z:
+            return ElementTree.fromstring(z.read(name))
+    except Exception:  # no such deck or part, or not XML: OSWorld fails or finds nothing
+        return None
+
+
+def check_page_number_colors(result, rules=None) -> float:
+    """The next-to-last solid RGB fill colour of the first slide master (where LibreOffice keeps the
+    slide number's colour) is `rules.color` (red, blue, green or black; any other name passes).
+
+    OSWorld quirk: it reads the colour's hex digits as if they started with "#" (srgbClr values
+    have none): red is digits 2-3, green 4-5 and blue the sixth alone. cua reads them so."""
+    if not isinstance(rules, dict) or "color" not in rules:
+        raise ValueError("the rule needs 'color'")
+    root = _slide_part(result, "ppt/slideMasters/slideMaster1.xml")
+    if root is None:
+        return 0.0
+    colours = root.findall(".//a:solidFill//a:srgbClr", _NS)
+    if len(colours) < 2:
+        return 0.0
+    value = colours[-2].get("val")
+    if value is None:
+        return 0.0
+    wanted = rules["color"]
+    if wanted not in ("red", "blue", "green", "black"):
+        return 1.0  # OSWorld checks these four names only: any other passes
+    try:
+        r, g, b = int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
+    except ValueError:  # OSWorld fails on a value that short or not hexadecimal
+        return 0.0
+    return float({"red": r > g + 50 and r > b + 50, "blue": b > g + 50 and b > r + 50,
+                  "green": g > r + 50 and g > b + 50, "black": r < 50 and g < 50 and b < 50}[wanted])
+
+
+def check_auto_saving_time(result, rules=None) -> float:
+    """LibreOffice's autosave interval (AutoSaveTimeIntervall under
+    /org.openoffice.Office.Common/Save/Document; the last such item counts) is `rules.minutes`."""
+    if not isinstance(rules, dict) or "minutes" not in rules:
+        raise ValueError("the rule needs 'minutes'")
+    try:
+        root = registry_root(result)
+        value = None
+        for item in root.iter("item"):
+            if item.get(f"{_OOR}path") != "/org.openoffice.Office.Common/Save/Document":
+                continue
+            for prop in item.iter("prop"):
+                if prop is not item and prop.get(f"{_OOR}name") == "AutoSaveTimeIntervall":
+                    value = next(e for e in prop.iter("value") if e is not prop).text
+                    break
+        return float(value is not None and int(value) == rules["minutes"])
+    except Exception:  # no readable configuration, or a value OSWorld cannot read
+        return 0.0
+
+
+def check_presenter_console_disable(result) -> float:
+    """The first EnablePresenterScreen setting of /org.openoffice.Office.Impress/Misc/Start is false."""
+    try:
+        root = registry_root(result)
+        for item in root.findall(".//item"):
+            if item.get(f"{_OOR}path") != "/org.openoffice.Office.Impress/Misc/Start":
+                continue
+            for prop in item.findall("prop"):
+                if prop.get(f"{_OOR}name") == "EnablePresenterScreen":
+                    return float(prop.find("value").text.lower() == "false")
+    except Exception:  # no readable configuration, or a setting without a value
+        return 0.0
+    return 0.0
+
+
+def check_strikethrough(result, rules=None) -> float:
+    """The first run of each paragraph `rules.paragraph_index_s` of each shape `shape_index_s` of each
+    slide `slide_index_s` has a strike attribute (of any kind, noStrike too)."""
+    if not isinstance(rules, dict) or not all(k in rules for k in ("slide_index_s", "shape_index_s",
+                                                                   "paragraph_index_s")):
+        raise ValueError("the rule needs 'slide_index_s', 'shape_index_s' and 'paragraph_index_s'")
+    deck = _agent_deck(result)
+    if deck is None:
+        return 0.0
+    try:
+        for i in rules["slide_index_s"]:
+            slide = deck.slides[i]
+            for j in rules["shape_index_s"]:
+                paragraphs = slide.shapes[j].text_frame.paragraphs
+                for k in rules["paragraph_index_s"]:
+                    if "strike" not in paragraphs[k].runs[0].font._element.attrib:
+                        return 0.0
+    except Exception:  # no such slide, shape, paragraph or run
+        return 0.0
+    return 1.0
+
+
+def check_slide_numbers_color(result) -> float:
+    """When some slide has a text shape whose text is all digits (a slide number), the first master
+    "<number>" placeholder's first paragraph is red; 0 otherwise."""
+    deck = _agent_deck(result)
+    if deck is None:
+        return 0.0
+    try:
+        numbered = any(hasattr(shape, "text") and shape.text.isdigit() for slide in deck.slides
+                       for shape in slide.shapes)
+        if not numbered:
+            return 0.0
+        for master in deck.slide_masters:
+            for placeholder in master.placeholders:
+                if placeholder.has_text_frame and placeholder.text == "<number>":
+                    paragraphs = placeholder.text_frame.paragraphs
+                    if paragraphs:
+                        return float(paragraphs[0].font.color.rgb == (255, 0, 0))
+        return 0.0
+    except Exception:  # a colour without an RGB value
+        return 0.0
+
+
+METRICS = {f.__name__: f for f in (
+    compare_pptx_files, check_image_stretch_and_center, check_slide_orientation_Portrait,
+    evaluate_presentation_fill_to_rgb_distance, check_left_panel, check_transition, check_page_number_colors,
+    check_auto_saving_time, check_presenter_console_disable, check_strikethrough, check_slide_numbers_color)}
 EXTRA = Extra("office", {"pptx": "python-pptx"})

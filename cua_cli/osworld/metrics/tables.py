@@ -27,7 +27,7 @@ from .ooxml import checked
 from .values import match_value, similarity
 
 RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "freeze", "zoom", "check_cell", "chart",
-         "pivot_table", "row_props", "col_props", "filter", "data_validation")
+         "pivot_table", "row_props", "col_props", "filter", "data_validation", "style", "sparkline")
 CELL_STYLES = ("number_format", "font_name", "font_family", "font_color", "font_bold", "font_italic",
                "font_underline", "font_size", "fill_type", "bgcolor", "fgcolor", "hyperlink", "merge")
 MAX_CSV_BYTES = 256 << 20
@@ -49,6 +49,8 @@ def unsupported_rules(options) -> list[str]:
             missing.append(f"rule {r.get('type')!r}")
         elif r["type"] == "check_cell" and isinstance(r.get("props"), dict):
             missing += [f"cell property {p!r}" for p in r["props"] if p != "value" and p not in CELL_STYLES]
+        elif r["type"] == "style" and isinstance(r.get("props"), list):
+            missing += [f"cell property {p!r}" for p in r["props"] if p not in CELL_STYLES]
     return sorted(set(missing))
 
 
@@ -56,7 +58,7 @@ class _Books:
     """The result and expected books, each as a path, a pandas ExcelFile and an openpyxl Workbook."""
 
     def __init__(self, result: str):
-        self.paths, self.xl, self.frames, self.names = {}, {}, {}, {}
+        self.paths, self.xl, self.frames, self.names, self.cells = {}, {}, {}, {}, {}
         self.add("R", result)
 
     def add(self, book: str, path: str) -> None:
@@ -112,8 +114,16 @@ class _Books:
         return list(itertools.dropwhile(lambda line: not line, lines))
 
     def cell_value(self, index, coordinate: str):
-        book, name = self.sheet(index)
-        return read_cell_value(self.paths[book], name, coordinate)
+        return self.value(*self.sheet(index), coordinate)
+
+    def value(self, book: str, name: str, coordinate: str):
+        """read_cell_value's value, each sheet's XML read once."""
+        if not _COORDINATE.fullmatch(coordinate):
+            raise ValueError(f"cell {coordinate!r} is no cell reference")
+        if (book, name) not in self.cells:
+            self.cells[book, name] = sheet_cell_values(self.paths[book], name)
+        cells = self.cells[book, name]
+        return None if cells is None else cells.get(coordinate)
 
 
 def compare_table(result, expected=None, **options) -> float:
@@ -132,12 +142,31 @@ def compare_table(result, expected=None, **options) -> float:
     if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
         raise ValueError("compare_table: 'rules' must be a list of objects")
     for rule in rules:
-        passed = _RULES[rule.get("type")](books, rule) if rule.get("type") in _RULES else None
+        try:
+            passed = _RULES[rule.get("type")](books, rule) if rule.get("type") in _RULES else None
+        except _BrokenResult:  # OSWorld's reading fails on the agent's book
+            return 0.0
         if passed is None:
             raise ValueError(f"compare_table: rule type {rule.get('type')!r} is not implemented")
         if not passed:
             return 0.0
     return 1.0
+
+
+class _BrokenResult(Exception):
+    """The agent's book is one on which OSWorld's rule fails (the expected book's failure raises)."""
+
+
+def _guarded(books: "_Books", index, read):
+    """read(book, sheet name) of the sheet `index` names; an exception on the agent's book is
+    _BrokenResult, on the expected book it raises as it is."""
+    book, name = books.sheet(index)
+    try:
+        return read(book, name)
+    except Exception as e:
+        if book == "R":
+            raise _BrokenResult() from e
+        raise
 
 
 def _sheet_name(books: _Books, rule: dict) -> bool:
@@ -238,24 +267,37 @@ def _cell_style(prop: str, cell) -> Any:
         return None
 
 
-def _read_style(prop: str, cell) -> Any:
+def _read_style(prop: str, cell, dxf=None) -> Any:
+    """A style property of a cell as OSWorld reads it, or as the differential style `dxf` of a
+    conditional format that applies to it sets it; an exception where OSWorld's reading fails
+    (a font without a colour), except for fills, which are None then."""
     if prop == "merge":
         from openpyxl.cell.cell import MergedCell
 
         return isinstance(cell, MergedCell)
+    styled = dxf or cell
     if prop == "fill_type":
-        return cell.fill.tagname
-    if prop in ("bgcolor", "fgcolor"):  # a solid fill's colour is its fgColor: OSWorld reads that for both
-        return cell.fill.fgColor.rgb
+        try:
+            return styled.fill.tagname
+        except Exception:  # noqa: BLE001 - no fill (a differential style without one): OSWorld reads None
+            return None
+    if prop in ("bgcolor", "fgcolor"):
+        # a cell's solid fill colour is its fgColor, a differential style's its bgColor: OSWorld reads those for both
+        try:
+            return dxf.fill.bgColor.rgb if dxf is not None else cell.fill.fgColor.rgb
+        except Exception:  # noqa: BLE001 - as above
+            return None
     if cell.value is None:
         return None
     if prop == "number_format":
-        return cell.number_format if cell.data_type == "n" else None
+        if cell.data_type != "n":
+            return None
+        return cell.number_format if dxf is None else dxf.numFmt.formatCode
     if prop == "hyperlink":
         return cell.hyperlink or ""
     if prop == "font_color":
-        return cell.font.color.rgb
-    return getattr(cell.font, prop[len("font_"):])  # name, family, bold, italic, underline, size
+        return styled.font.color.rgb
+    return getattr(styled.font, prop[len("font_"):])  # name, family, bold, italic, underline, size
 
 
 def _chart(books: _Books, rule: dict) -> bool:
@@ -410,10 +452,178 @@ def _data_validation(books: _Books, rule: dict) -> bool:
         for dv in validations)
 
 
+def _style(books: _Books, rule: dict) -> bool:
+    """Every cell's `props` alike in both sheets, conditional formats applied: where a format's
+    condition holds for a cell, the properties its differential style sets replace the cell's."""
+    props = rule.get("props", [])
+    if not isinstance(props, list) or any(p not in CELL_STYLES for p in props):
+        raise ValueError(f"style: props must be a list of {', '.join(CELL_STYLES)}")
+    first = _guarded(books, rule["sheet_idx0"], lambda book, name: _styles(books, book, name, props))
+    return first == _guarded(books, rule["sheet_idx1"], lambda book, name: _styles(books, book, name, props))
+
+
+_ABSOLUTE = re.compile(r"\$([A-Z]{1,3})\$(\d+)(?::\$([A-Z]{1,3})\$(\d+))?")
+_TEXT_CONDITIONS = {"expression", "containsText", "notContainsText", "endsWith", "beginsWith", "containsErrors",
+                    "notContainsErrors"}
+
+
+def _styles(books: _Books, book: str, name: str, props: list) -> dict:
+    """{coordinate: [prop values]} for every cell of the sheet's range ({} for no such sheet), then
+    for the cells each conditional format's rule selects, as OSWorld's load_xlsx_styles finds them:
+
+    - a rule's formulas are compiled with the `formulas` package (a rule with one it cannot parse
+      is skipped) and called with the cell's value, then the values of the absolute ranges in it;
+    - OSWorld quirk: a single absolute cell ($B$1) in a formula makes OSWorld's reading fail (it
+      reads it as the range "B1:"), so cua's does too;
+    - `cellIs` compares the value with its formulas' values; other kinds than these and the text
+      conditions test nothing of their own: OSWorld quirk, they test with the condition of the last
+      rule that had one, which reads its operator and arguments as the latest rule left them;
+    - OSWorld quirk: after more than 50 empty cells in a rule's ranges (all its ranges counted, not
+      contiguous ones), each further range is left at its first empty cell.
+    """
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.cell_range import CellRange
+
+    try:
+        sheet = books.xl[book][name]
+    except KeyError:
+        return {}
+    out = {c.coordinate: [_read_style(p, c) for p in props] for column in sheet.iter_cols() for c in column}
+    formats = list(sheet.conditional_formatting)
+    if not formats:
+        return out
+    import formulas
+
+    parser = formulas.Parser()
+    state: dict = {"test": None}
+
+    def value(coordinate: str):
+        return books.value(book, name, coordinate)
+
+    def holds(v):
+        if state["test"] == "expression":
+            return state["condition"](v, *state["arguments"])
+        if state["test"] == "cellIs":
+            return _cell_is(state["operator"], v, state["references"])
+        raise NameError("no condition yet")  # OSWorld's test is not defined yet: the cell does not match
+
+    for fmt in formats:
+        for cf in fmt.rules:
+            compiled, arguments, broken = [], [], False
+            for text in cf.formula:
+                try:
+                    function = parser.ast("=" + text)[1].compile()
+                except Exception:  # noqa: BLE001 - a formula formulas cannot parse: the rule is skipped
+                    broken = True
+                    break
+                args = []
+                for c1, r1, c2, r2 in _ABSOLUTE.findall(text):
+                    cells = CellRange(f"{c1}{r1}:{c2}{r2}").cells  # "B1:" for a single cell raises (the quirk)
+                    args.append([value(f"{get_column_letter(col)}{row}") for row, col in cells])
+                state["arguments"] = args
+                compiled.append(function)
+                arguments.append(args)
+            if broken:
+                continue
+            if cf.type in _TEXT_CONDITIONS:
+                state.update(test="expression", condition=compiled[0], arguments=arguments[0])
+            elif cf.type == "cellIs":
+                state["operator"] = cf.operator
+                try:
+                    references = [f() for f in compiled]
+                except Exception:  # noqa: BLE001 - values formulas cannot compute: the rule is skipped
+                    continue
+                state.update(test="cellIs", references=references)
+            active, empty = [], 0
+            for cell_range in fmt.cells:
+                for row, col in cell_range.cells:
+                    cell = sheet.cell(row=row, column=col)
+                    v = value(f"{get_column_letter(col)}{row}")
+                    if v is None:
+                        empty += 1
+                        if empty > 50:
+                            break
+                        continue
+                    try:
+                        selected = holds(v)
+                    except Exception:  # noqa: BLE001 - a condition that fails on the value does not hold
+                        selected = False
+                    if selected:  # (an array of several values fails here, as in OSWorld)
+                        active.append(cell)
+            for cell in active:
+                out[cell.coordinate] = [_read_style(p, cell, cf.dxf) for p in props]
+    return out
+
+
+def _cell_is(operator: str, v, references: list):
+    """A cellIs rule's comparison; False for values that do not compare, missing references or an
+    operator OSWorld does not know."""
+    try:
+        if operator == "lessThanOrEqual":
+            return v <= references[0]
+        if operator == "lessThan":
+            return v < references[0]
+        if operator == "equal":
+            return v == references[0]
+        if operator == "greaterThanOrEqual":
+            return v >= references[0]
+        if operator == "notEqual":
+            return v != references[0]
+        if operator == "greaterThan":
+            return v > references[0]
+        if operator in ("between", "notBetween"):
+            low, high = min(references), max(references)
+            return (v >= low and v <= high) if operator == "between" else (v < low or v > high)
+    except (TypeError, IndexError):
+        return False
+    return False
+
+
+def _sparkline(books: _Books, rule: dict) -> bool:
+    first = _guarded(books, rule["sheet_idx0"], lambda book, name: _sparklines(books.paths[book], name))
+    return first == _guarded(books, rule["sheet_idx1"], lambda book, name: _sparklines(books.paths[book], name))
+
+
+_X14 = "{http://schemas.microsoft.com/office/spreadsheetml/2009/9/main}"
+_XM = "{http://schemas.microsoft.com/office/excel/2006/main}"
+
+
+def _sparklines(path: str, sheet: str) -> dict:
+    """{the cell a sparkline is in (its sqref): the range it draws (its formula)} for the sheet (found
+    by its sheetId, as read_cell_value finds it); a sheet the book does not name, or whose part is
+    missing, raises (OSWorld fails there). Values are the elements' text, stripped, None when empty
+    (as OSWorld's xmltodict reads them); an element with attributes or children is kept whole, and
+    as a key fails."""
+    with zipfile.ZipFile(checked(path)) as z:
+        workbook = ElementTree.fromstring(z.read("xl/workbook.xml"))
+        ids = {s.get("name"): s.get("sheetId") for group in workbook.iter(f"{_MAIN}sheets")
+               for s in group.findall(f"{_MAIN}sheet")}
+        root = ElementTree.fromstring(z.read(f"xl/worksheets/sheet{ids[sheet]}.xml"))
+    out = {}
+    for line in root.iter(f"{_X14}sparkline"):
+        out[_xml_value(line, f"{_XM}sqref")] = _xml_value(line, f"{_XM}f")
+    return out
+
+
+def _xml_value(parent, tag: str):
+    children = [c for c in parent if c.tag == tag]
+    if not children:
+        raise KeyError(tag)
+    values = [_element_value(c) for c in children]
+    return values[0] if len(values) == 1 else values
+
+
+def _element_value(element):
+    if element.attrib or len(element):
+        return {"@": dict(element.attrib), "children": [(c.tag, _element_value(c)) for c in element],
+                "#text": (element.text or "").strip() or None}
+    return (element.text or "").strip() or None
+
+
 _RULES = {"sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
           "sheet_fuzzy": _sheet_fuzzy, "freeze": _freeze, "zoom": _zoom, "check_cell": _check_cell,
           "chart": _chart, "pivot_table": _pivot_table, "row_props": _row_props, "col_props": _col_props,
-          "filter": _filter, "data_validation": _data_validation}
+          "filter": _filter, "data_validation": _data_validation, "style": _style, "sparkline": _sparkline}
 
 
 def read_cell_value(book: str, sheet: str, coordinate: str):
@@ -426,6 +636,13 @@ def read_cell_value(book: str, sheet: str, coordinate: str):
     As OSWorld finds a sheet: by its sheetId, as `xl/worksheets/sheet<id>.xml`."""
     if not _COORDINATE.fullmatch(coordinate):
         raise ValueError(f"cell {coordinate!r} is no cell reference")
+    cells = sheet_cell_values(book, sheet)
+    return None if cells is None else cells.get(coordinate)
+
+
+def sheet_cell_values(book: str, sheet: str) -> Optional[dict]:
+    """{coordinate: read_cell_value's value} for every cell the sheet's XML holds (the first of a
+    coordinate written twice); None when there is no such sheet."""
     try:
         with zipfile.ZipFile(checked(book)) as z:
             strings = _shared_strings(z)
@@ -436,10 +653,15 @@ def read_cell_value(book: str, sheet: str, coordinate: str):
             root = ElementTree.fromstring(z.read(f"xl/worksheets/sheet{ids[sheet]}.xml"))
     except (zipfile.BadZipFile, KeyError):
         return None
-    cell = next((c for row in root.iter(f"{_MAIN}row") for c in row.findall(f"{_MAIN}c")
-                 if c.get("r") == coordinate), None)
-    if cell is None:
-        return None
+    out: dict = {}
+    for row in root.iter(f"{_MAIN}row"):
+        for cell in row.findall(f"{_MAIN}c"):
+            if cell.get("r") not in out:
+                out[cell.get("r")] = _cached_value(cell, strings)
+    return out
+
+
+def _cached_value(cell, strings: list):
     kind, value = cell.get("t", "n"), cell.findtext(f"{_MAIN}v")
     try:
         if kind == "n":
@@ -477,5 +699,29 @@ def _needed(sheet, index):
     return sheet
 
 
-METRICS = {"compare_table": compare_table}
-EXTRA = Extra("office", {"pandas": "pandas", "openpyxl": "openpyxl"})
+def compare_conference_city_in_order(result, expected=None) -> float:
+    """The agent's active sheet names, in C2:C22, the cities of `expected.expected` in that order:
+    each cell holds its entry, or one of its entry's alternatives (a list), as a substring. A cell
+    that holds no text scores 0."""
+    import openpyxl
+
+    wanted = expected.get("expected") if isinstance(expected, dict) else None
+    if not (isinstance(wanted, list) and len(wanted) >= 21 and all(
+            isinstance(w, str) or (isinstance(w, list) and all(isinstance(x, str) for x in w)) for w in wanted)):
+        raise ValueError("compare_conference_city_in_order: 'expected' must list 21 cities (texts or lists of texts)")
+    if not result:
+        return 0.0
+    try:
+        cities = [cell.value for row in openpyxl.load_workbook(checked(result)).active["C2:C22"] for cell in row]
+    except Exception:  # the agent left no readable book
+        return 0.0
+    for city, want in zip(cities, wanted):
+        if not isinstance(city, str):
+            return 0.0  # OSWorld's substring test fails on a number or an empty cell, and it scores that 0
+        if not any(w in city for w in ([want] if isinstance(want, str) else want)):
+            return 0.0
+    return 1.0
+
+
+METRICS = {"compare_table": compare_table, "compare_conference_city_in_order": compare_conference_city_in_order}
+EXTRA = Extra("office", {"pandas": "pandas", "openpyxl": "openpyxl", "formulas": "formulas"})
