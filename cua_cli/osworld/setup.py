@@ -8,6 +8,8 @@ file gets wrong (a missing parameter, a local file outside the upload folder)
 is a BadTask. Messages name the step: `config[3] (execute): ...`.
 """
 
+import datetime
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from .._util.budget import Budget
 from .._util.retry import pause
 from .._util.text import clip
 from ..errors import BadTask, EnvError
+from . import chrome_cdp
 from .desktop_api import Desktop
 from .local_files import Downloads, safe_name
 
@@ -217,6 +220,118 @@ def _read(path: Path) -> bytes:
     return data
 
 
+# -- Chrome, through its debugging port (chrome_cdp) and its profile's files
+
+CHROME_WAIT_S = 75.0       # OSWorld's setup tries to connect 15 times, 5 s apart, while Chrome starts
+TAB_LOAD_S = 60.0          # ... and gives each tab it opens 60 s to load
+HISTORY = "~/.config/google-chrome/Default/History"
+# The empty History database OSWorld's update_browse_history starts from, for a desktop whose Chrome
+# has none yet.
+EMPTY_HISTORY_URL = ("https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/"
+                     "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite?download=true")
+CHROME_EPOCH = datetime.datetime(1601, 1, 1)
+TYPED_LINK = 805306368     # the `transition` OSWorld gives every visit it adds (a link, chain start and end)
+
+
+def _strings(p: dict, key: str) -> list:
+    value = _param(p, key, list)
+    if not all(isinstance(v, str) for v in value):
+        raise BadTask(f"parameter {key!r} must be a list of strings")
+    return value
+
+
+def _chrome_open_tabs(ctx: SetupContext, budget: Budget, p: dict) -> None:
+    """A tab per URL in Chrome's own profile. As OSWorld: a page that does not load in time stays
+    open as it is, and once the first is open, the tab that was first before goes."""
+    urls = _strings(p, "urls_to_open")
+    chrome_cdp.cdp_url(ctx.desktop)
+    _, Error = chrome_cdp.playwright_api()
+    with chrome_cdp.session() as pw:
+        context = chrome_cdp.default_context(chrome_cdp.must_connect(pw, ctx.desktop, budget, CHROME_WAIT_S))
+        for i, url in enumerate(urls):
+            try:
+                page = context.new_page()
+            except Error as e:
+                raise EnvError(f"Chrome opened no tab: {chrome_cdp.describe(e)}") from None
+            try:
+                page.goto(url, timeout=chrome_cdp.ms(budget, TAB_LOAD_S))
+            except Error:
+                pass  # OSWorld logs it and goes on: the tab shows whatever it got
+            if i == 0:
+                chrome_cdp.close_quietly(context.pages[0])
+
+
+def _chrome_close_tabs(ctx: SetupContext, budget: Budget, p: dict) -> None:
+    """For each URL, the first tab showing that page (OSWorld's compare_urls) is closed; a URL no tab
+    shows closes none."""
+    urls = _strings(p, "urls_to_close")
+    chrome_cdp.cdp_url(ctx.desktop)
+    with chrome_cdp.session() as pw:
+        context = chrome_cdp.default_context(chrome_cdp.must_connect(pw, ctx.desktop, budget, CHROME_WAIT_S))
+        for url in urls:
+            for page in context.pages:
+                if chrome_cdp.same_page_url(page.url, url):
+                    chrome_cdp.close_quietly(page)
+                    break
+
+
+def _update_browse_history(ctx: SetupContext, budget: Budget, p: dict) -> None:
+    """Chrome's History as OSWorld makes it: no history but the task's visits, each a typed link
+    `visit_time_from_now_in_seconds` ago. The desktop's own History is pulled and emptied (OSWorld
+    starts from an empty one it downloads; that one is the fallback when the desktop has none), the
+    visits are added in a copy in the episode folder, and it goes back in Chrome's place. Chrome
+    should not be running: the tasks launch it after this step."""
+    visits = _param(p, "history", list)
+    for n, v in enumerate(visits):
+        if not (isinstance(v, dict) and isinstance(v.get("url"), str) and isinstance(v.get("title"), str)
+                and isinstance(v.get("visit_time_from_now_in_seconds"), (int, float))
+                and not isinstance(v["visit_time_from_now_in_seconds"], bool)):
+            raise BadTask(f"history[{n}] must be an object with string 'url' and 'title' and a number "
+                          "'visit_time_from_now_in_seconds'")
+    data = ctx.desktop.file(HISTORY, budget)
+    if data is None:
+        data = _read(ctx.downloads.fetch(EMPTY_HISTORY_URL, "history_empty.sqlite", budget))
+        fresh = True
+    else:
+        fresh = False
+    local = ctx.folder / "history_new.sqlite"
+    write_atomic(local, data)
+    try:
+        _add_visits(local, visits, clear=not fresh)
+    except sqlite3.DatabaseError as e:
+        where = "OSWorld's empty History" if fresh else f"the desktop's {HISTORY}"
+        raise EnvError(f"{where} is no Chrome history database: {e}") from None
+    ctx.desktop.upload(HISTORY, local.read_bytes(), budget)
+    # OSWorld then gives the file to the desktop's user (its server may run as another); a desktop
+    # where that fails (no sudo, another user name) has the file as its server wrote it, which is
+    # the user's on cua's desktops.
+    ctx.desktop.execute(["sudo chown -R user:user /home/user/.config/google-chrome/Default/History"], budget,
+                        shell=True, setup=True)
+
+
+def _add_visits(path: Path, visits: list, clear: bool) -> None:
+    # OSWorld's times: the client's local clock, naive, as microseconds since 1601 (Chrome reads them as UTC)
+    now = datetime.datetime.now()
+    db = sqlite3.connect(path)
+    try:
+        with db:
+            if clear:
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                for table in ("visits", "urls", "visit_source", "keyword_search_terms", "segments",
+                              "segment_usage", "content_annotations", "context_annotations"):
+                    if table in tables:
+                        db.execute(f"DELETE FROM {table}")
+            for v in visits:
+                when = now - datetime.timedelta(seconds=v["visit_time_from_now_in_seconds"])
+                stamp = int((when - CHROME_EPOCH).total_seconds() * 1_000_000)
+                url_id = db.execute("INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden)"
+                                    " VALUES (?, ?, 1, 0, ?, 0)", (v["url"], v["title"], stamp)).lastrowid
+                db.execute("INSERT INTO visits (url, visit_time, from_visit, transition, segment_id, visit_duration)"
+                           " VALUES (?, ?, 0, ?, 0, 0)", (url_id, stamp, TYPED_LINK))
+    finally:
+        db.close()
+
+
 STEPS: dict[str, Callable[[SetupContext, Budget, dict], None]] = {
     "execute": _execute,
     "command": _execute,
@@ -228,4 +343,7 @@ STEPS: dict[str, Callable[[SetupContext, Budget, dict], None]] = {
     "change_wallpaper": _change_wallpaper,
     "download": _download,
     "upload_file": _upload_file,
+    "chrome_open_tabs": _chrome_open_tabs,
+    "chrome_close_tabs": _chrome_close_tabs,
+    "update_browse_history": _update_browse_history,
 }
