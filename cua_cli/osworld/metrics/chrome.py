@@ -119,10 +119,10 @@ def is_expected_url_pattern_match(result, rules=None) -> float:
         url = result["url"]
     else:
         return 0.0
-    patterns = [re.compile(p) for p in rules["expected"]]
-    if not isinstance(url, str):
-        return 0.0
-    return float(all(p.search(url) for p in patterns))
+    for pattern in [re.compile(p) for p in rules["expected"]]:
+        if not isinstance(url, str) or not pattern.search(url):  # a URL that is no text crashes OSWorld
+            return 0.0
+    return 1.0
 
 
 def is_expected_search_query(active_tab_info, rules=None) -> float:
@@ -218,8 +218,7 @@ def check_history_deleted(history_data, rule=None) -> float:
 
 
 def _column(rows, index: int) -> Optional[list]:
-    if not isinstance(rows, list):
-        return None
+    """The column of the getter's rows; None where OSWorld's indexing crashes (no rows at all)."""
     try:
         return [row[index] for row in rows]
     except (IndexError, TypeError, KeyError):
