@@ -12,7 +12,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from helpers.osworld_reference import reference_with_stand_ins
+from helpers.osworld_reference import reference_apart
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -145,7 +145,7 @@ def edit_vlcrc(text: str, edits, noise, crlf: bool, broken: bool) -> bytes:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edits=EDITS, noise=NOISE, crlf=st.booleans(), broken=st.sampled_from([False] * 9 + [True]))
 def test_vlc_settings_metrics_score_as_osworlds(vlcrc, edits, noise, crlf, broken):
-    ref = reference_with_stand_ins("vlc", MEDIA)
+    ref = reference_apart("metrics.vlc", MEDIA)
     path = write(edit_vlcrc(vlcrc, edits, noise, crlf, broken), "vlcrc")
     for ours, name, rules in VLC_RULES:
         for rule in rules:
@@ -155,7 +155,7 @@ def test_vlc_settings_metrics_score_as_osworlds(vlcrc, edits, noise, crlf, broke
 def test_vlc_settings_read_as_vlc_writes_them(vlcrc):
     """VLC's own file (every option commented out at its default) and the agent's settings written in
     it: the scores the task files want come up, so the cross-check above sees both scores."""
-    ref = reference_with_stand_ins("vlc", MEDIA)
+    ref = reference_apart("metrics.vlc", MEDIA)
     fresh = write(vlcrc.encode(), "vlcrc")
     assert vlc.check_qt_bgcone(fresh, {"expected_qt_bgcone": 0}) == 0.0
     assert vlc.check_qt_max_volume(fresh, {"expected_qt_max_volume": 200}) == 0.0
@@ -214,7 +214,7 @@ def status_xml(state, meta: dict, stream: dict) -> bytes:
        stream=st.dictionaries(st.sampled_from(["Codec", "Type", "Language"]), SHOWN, max_size=2),
        damage=st.sampled_from([None] * 8 + ["cut", "latin1"]))
 def test_is_vlc_playing_scores_as_osworlds(state, meta, stream, damage):
-    ref = reference_with_stand_ins("vlc", MEDIA)
+    ref = reference_apart("metrics.vlc", MEDIA)
     data = status_xml(state, meta, stream)
     if damage == "cut":
         data = data[:len(data) * 2 // 3]
@@ -257,7 +257,7 @@ GIMP_RULES = [{"type:": "key-value", "key": "theme", "value": '"Light"'},
 @given(lines=st.lists(GIMP_LINES, max_size=8), newline=st.sampled_from(["\n", "\r\n", "\r"]),
        end=st.booleans(), broken=st.sampled_from([False] * 9 + [True]))
 def test_gimp_check_config_status_scores_as_osworlds(lines, newline, end, broken):
-    ref = reference_with_stand_ins("gimp", MEDIA)
+    ref = reference_apart("metrics.gimp", MEDIA)
     data = (newline.join(lines) + (newline if end else "")).encode() + (b"\xff" if broken else b"")
     path = write(data, "gimprc")
     for rule in GIMP_RULES:
@@ -305,7 +305,7 @@ def pref_line(key: str, value: str, style: int) -> str:
                       max_size=8),
        newline=st.sampled_from(["\n", "\r\n"]), broken=st.sampled_from([False] * 9 + [True]))
 def test_check_thunderbird_prefs_scores_as_osworlds(prefs, newline, broken):
-    ref = reference_with_stand_ins("thunderbird")
+    ref = reference_apart("metrics.thunderbird")
     text = "// Mozilla User Preferences\n" + newline.join(pref_line(*p) for p in prefs) + newline
     path = write(text.encode() + (b"\x80" if broken else b""), "prefs.js")
     for rule in PREF_RULES:
@@ -346,7 +346,7 @@ def filter_file(filters: list) -> str:
                         max_size=3),
        extra=st.lists(FILTER_LINES, max_size=4), at=st.integers(0, 40), last_newline=st.booleans())
 def test_check_thunderbird_filter_scores_as_osworlds(filters, extra, at, last_newline):
-    ref = reference_with_stand_ins("thunderbird")
+    ref = reference_apart("metrics.thunderbird")
     lines = filter_file(filters).split("\n")[:-1]
     lines[at % (len(lines) + 1):at % (len(lines) + 1)] = extra
     text = "\n".join(lines) + ("\n" if last_newline else "")
@@ -374,7 +374,7 @@ MAIL_PARTS = st.sampled_from(["From - Mon Jan 29 10:00:00 2024\nX-Mozilla-Status
                                                    "ignore_status": st.booleans(), "ignore_keys": st.booleans()}),
        many=st.booleans(), missing=st.booleans())
 def test_check_thunderbird_folder_scores_as_osworlds(result, gold, options, many, missing):
-    ref = reference_with_stand_ins("thunderbird")
+    ref = reference_apart("metrics.thunderbird")
     pred = None if missing else write("".join(result).encode(), "have_seen")
     gold_path = write("".join(gold).encode(), "have_seen_gold")
     args = ([pred, pred], [gold_path, gold_path]) if many else (pred, gold_path)
@@ -403,7 +403,7 @@ NUMBERS = st.sampled_from(["25.3", "25.30", "25.30001", "25.3001", "1e3", "1000"
 @settings(max_examples=300, deadline=None)
 @given(src=NUMBERS, tgt=NUMBERS, broken=st.sampled_from([False] * 9 + [True]))
 def test_compare_result_files_scores_as_osworlds(src, tgt, broken):
-    ref = reference_with_stand_ins("vscode", ("PyPDF2",))
+    ref = reference_apart("metrics.vscode", ("PyPDF2",))
     s = write(src.encode() + (b"\xff" if broken else b""), "result.txt")
     t = write(tgt.encode(), "result_gold.txt")
     assert same(vscode.compare_result_files(s, t), theirs(ref.compare_result_files, s, t)), (src, tgt)
@@ -422,7 +422,7 @@ HTML_PARTS = st.sampled_from([
 @settings(max_examples=400, deadline=None)
 @given(parts=st.lists(HTML_PARTS, max_size=10))
 def test_check_html_background_image_scores_as_osworlds(parts):
-    ref = reference_with_stand_ins("vscode", ("PyPDF2",))
+    ref = reference_apart("metrics.vscode", ("PyPDF2",))
     html = "".join(parts)
     path = write(html.encode(), "index.html")
     rule = {"type:": "value", "value": "anmi_sharper.png"}

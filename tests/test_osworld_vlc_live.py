@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 import requests
 from helpers.net import free_port
-from helpers.osworld_reference import reference_with_stand_ins
+from helpers.osworld_reference import reference_apart
 from helpers.osworld_standin import StandIn
 from helpers.processes import kill_group
 from helpers.waiting import wait_for
@@ -87,7 +87,7 @@ def meta(path: str) -> tuple:
 
 
 def test_what_vlc_plays_is_read_and_scored_as_osworld_does(vlc_server, desktop, tmp_path):
-    getters, metrics = reference_with_stand_ins("vlc", kind="getters"), reference_with_stand_ins("vlc", MEDIA)
+    getters, metrics = reference_apart("getters.vlc"), reference_apart("metrics.vlc", MEDIA)
     ctx, env = contexts(desktop, tmp_path, vlc_server)
     rule = {"type": "file_name", "file_name": MOVIE}
     ours = get_vlc_playing_info(ctx, {"dest": "status.xml"})

@@ -6,7 +6,6 @@ stand-ins of their parent packages."""
 
 import importlib
 import importlib.metadata
-import importlib.util
 import logging
 import sys
 import types
@@ -82,44 +81,4 @@ def reference_apart(module: str, stand_ins: tuple = ()):
             sys.modules.pop(prefix, None)
     sys.modules[private] = loaded
     return loaded
-
-
-def reference_with_stand_ins(module: str, lacking: tuple[str, ...] = (), kind: str = "metrics"):
-    """OSWorld's `desktop_env.evaluators.<kind>.<module>` ("metrics" or "getters") where its module
-    imports libraries this host lacks only for functions a test never calls (OSWorld's vlc metrics
-    import librosa and acoustid for compare_audios): each of `lacking` that cannot be imported is an
-    empty stand-in while the module loads, and is gone again after (a later real import still fails)."""
-    reference("utils")  # the parent packages' stand-ins
-    parent = f"desktop_env.evaluators.{kind}"
-    if parent not in sys.modules:
-        dist = importlib.metadata.distribution("desktop-env")
-        package = types.ModuleType(parent)
-        package.__path__ = [str(dist.locate_file(parent.replace(".", "/")))]
-        sys.modules[parent] = package
-    name = f"{parent}.{module}"
-    if name in sys.modules:
-        return sys.modules[name]
-    placed = []
-    for lib in lacking:
-        try:
-            found = importlib.util.find_spec(lib) is not None
-        except ModuleNotFoundError:  # its parent package is missing too
-            found = False
-        if not found and lib not in sys.modules:
-            stand_in = types.ModuleType(lib)
-            stand_in.__path__ = []
-            stand_in.__getattr__ = lambda attr, lib=lib: _unavailable(f"{lib}.{attr}")
-            sys.modules[lib] = stand_in
-            placed.append(lib)
-    try:
-        return importlib.import_module(name)
-    finally:
-        for lib in placed:
-            sys.modules.pop(lib, None)
-
-
-def _unavailable(what: str):
-    def call(*args, **kwargs):
-        raise RuntimeError(f"{what} is a stand-in: this host lacks it")
-    return call
 
