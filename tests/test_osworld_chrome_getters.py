@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from helpers.osworld_reference import reference_apart
 from helpers.osworld_standin import StandIn
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cua_cli._util.budget import Budget
@@ -61,6 +61,15 @@ def vm(tmp_path, osw):
             raise AssertionError(f"OSWorld asked an unexpected command: {command!r}")
 
     standin = StandIn(tmp_path / "vm")
+
+    def desktop_path(handler):
+        """As a VM answers: the Desktop's path on the VM (the shared stand-in answers its local folder)."""
+        handler._body()
+        if not (standin.desktop.home / "Desktop").is_dir():
+            return handler._send(404, {"error": "Unsupported operating system or desktop path not found"})
+        handler._send(200, {"desktop_path": "/home/user/Desktop"})
+
+    standin.server.RequestHandlerClass.r_desktop_path = desktop_path
     (tmp_path / "ours").mkdir()
     (tmp_path / "theirs").mkdir()
     ctx = EvalContext(DesktopAPI(ApiSettings(standin.url, timeout_s=30, retries=1)), None, tmp_path / "ours",
@@ -75,9 +84,12 @@ def vm(tmp_path, osw):
 
 def theirs(fn, *args):
     try:
-        return fn(*args)
+        value = fn(*args)
     except Exception:  # noqa: BLE001 - OSWorld's getter crashed
+        event("OSWorld's getter: crash")  # --hypothesis-show-statistics
         return CRASH
+    event(f"OSWorld's getter: {'None' if value is None else 'empty' if not value else 'a value'}")
+    return value
 
 
 def put(standin, path: str, data) -> None:
@@ -411,3 +423,59 @@ def test_a_real_chromium_profile_is_read_as_osworld_reads_it(vm, osw):
     assert metrics.is_cookie_deleted(cookies, {"type": "domains", "domains": ["localhost"]}) == 0.0
     assert metrics.is_cookie_deleted(cookies, {"type": "domains", "domains": [".amazon.com"]}) == 1.0
     assert metrics.check_font_size(GETTERS["chrome_font_size"](ctx, {}), {"type": "value", "value": 20}) == 1.0
+
+
+# -- OSWorld's real tasks, scored end to end by cua's evaluator
+
+def _tasks_evaluators() -> dict:
+    """The evaluators of OSWorld's chrome tasks (evaluation_examples, Apache-2.0) by task id."""
+    rule = lambda rules: {"type": "rule", "rules": rules}  # noqa: E731
+    return {
+        "2ae9ba84": {"func": "exact_match", "result": {"type": "profile_name"},
+                     "expected": rule({"expected": "Thomas"})},
+        "44ee5668": {"func": "check_history_deleted", "result": {"type": "history", "dest": "history.sqlite"},
+                     "expected": rule({"type": "keywords", "keywords": ["youtube"]})},
+        "7b6c7e24": {"func": "is_cookie_deleted", "result": {"type": "cookie_data", "dest": "Cookies"},
+                     "expected": rule({"type": "domains", "domains": [".amazon.com"]})},
+        "35253b65": {"func": "is_shortcut_on_desktop", "result": {"type": "shortcuts_on_desktop"},
+                     "expected": rule({"type": "name", "name": "Play Puzzle Game 2048"})},
+        "af630914": {"func": "check_font_size", "result": {"type": "chrome_font_size"},
+                     "expected": rule({"type": "range", "min": 16, "max": 99999})},
+        "3299584d": {"func": "exact_match", "result": {"type": "new_startup_page"},
+                     "expected": rule({"expected": "true"})},
+        "6766f2b8": {"func": "is_in_list", "result": {"type": "find_unpacked_extension_path"},
+                     "expected": rule({"expected": "/home/user/Desktop/helloExtension"})},
+        "0d8b7de3": {"func": ["is_expected_active_tab", "is_expected_active_tab"], "conj": "or",
+                     "result": [{"type": "active_url_from_accessTree", "goto_prefix": "https://www."}] * 2,
+                     "expected": [rule({"type": "url", "url": "https://www.drugs.com/npc/"}),
+                                  rule({"type": "url", "url": "https://www.drugs.com/npp/"})]},
+    }
+
+
+def _profile(standin, tmp_path, good: bool) -> None:
+    prefs = {"profile": {"name": "Thomas" if good else "Tom"}, "webkit": {"webprefs": {"default_font_size": 20 if good
+                                                                                       else 16}},
+             "extensions": {"settings": {"aapoc": {"path": "/home/user/Desktop/helloExtension" if good else "x"}}}}
+    if not good:
+        prefs["session"] = {"restore_on_startup": 4}
+    put(standin, f"{PROFILE}/Default/Preferences", json.dumps(prefs).encode())
+    visited = [("https://www.amazon.com/", "Amazon", 1)] + ([] if good else [("https://www.youtube.com/", "YT", 2)])
+    put(standin, f"{PROFILE}/Default/History", _database(tmp_path / "h.db", "urls", visited, False))
+    hosts = [(1, ".google.com", "sid")] + ([] if good else [(2, ".amazon.com", "session-id")])
+    put(standin, f"{PROFILE}/Default/Cookies", _database(tmp_path / "c.db", "cookies", hosts, False))
+    name = "Play Puzzle Game 2048" if good else "2048"
+    put(standin, "home/user/Desktop/2048.desktop", f"[Desktop Entry]\nName={name}\nType=Application\n".encode())
+    standin.desktop.accessibility = _chrome_tree("Chromium", ["drugs.com/npp/" if good else "drugs.com/"])
+
+
+def test_osworlds_chrome_tasks_score_one_when_done_and_zero_when_not(vm, tmp_path):
+    from cua_cli.osworld.evaluator import evaluate
+    from cua_cli.osworld.setup import SetupContext
+
+    standin, ctx, env = vm
+    setup = SetupContext(ctx.desktop, None, ctx.folder)
+    for good in (True, False):
+        _profile(standin, tmp_path, good)
+        for task, evaluator in _tasks_evaluators().items():
+            score = evaluate(evaluator, "DONE", setup, ctx.budget, file_tries=1)
+            assert score == float(good), (task, good)
