@@ -15,7 +15,7 @@ import uuid
 import openpyxl
 import pytest
 from helpers.desktops import needs_desktops
-from helpers.osworld_reference import reference_with_stand_ins
+from helpers.osworld_reference import reference_apart
 
 from cua_cli._util.budget import Budget
 from cua_cli.envserver.desktop.desktop import LocalDesktop
@@ -44,7 +44,7 @@ def budget(seconds: float = 120) -> Budget:
 @pytest.fixture
 def both(desktop, tmp_path):
     """(cua's EvalContext, OSWorld's env) over the desktop."""
-    reference_with_stand_ins("vlc", kind="getters")  # the desktop_env package's stand-in, then its client
+    reference_apart("getters.vlc")  # the desktop_env package's stand-in, then its client
     controllers = importlib.import_module("desktop_env.controllers.python")
     api = DesktopAPI(ApiSettings(f"http://127.0.0.1:{desktop.port}", timeout_s=60, retries=1))
     (tmp_path / "ours").mkdir()
@@ -63,7 +63,7 @@ def read(path):
 
 def test_settings_files_are_fetched_as_osworld_fetches_them(both):
     ctx, env = both
-    vlc, gimp = reference_with_stand_ins("vlc", kind="getters"), reference_with_stand_ins("gimp", kind="getters")
+    vlc, gimp = reference_apart("getters.vlc"), reference_apart("getters.gimp")
     settings = b"[qt]\nqt-bgcone=0\n#qt-max-volume=125\n"
     ctx.desktop.execute(["mkdir", "-p", "/home/user/.config/vlc", "/home/user/.config/GIMP/2.10"], ctx.budget)
     ctx.desktop.upload("~/.config/vlc/vlcrc", settings, ctx.budget)
@@ -81,7 +81,7 @@ def test_the_default_video_player_is_osworlds(both):
     """Half the video types opened by another player: the most common answer (OSWorld asks about each
     type twice but one) is the same by cua's one query as by OSWorld's 86."""
     ctx, env = both
-    vlc = reference_with_stand_ins("vlc", kind="getters")
+    vlc = reference_apart("getters.vlc")
     before = GETTERS["default_video_player"](ctx, {})
     ctx.desktop.execute(["mkdir", "-p", "/home/user/.local/share/applications"], ctx.budget)
     ctx.desktop.upload("/home/user/.local/share/applications/cua-test-player.desktop",
@@ -99,7 +99,7 @@ def test_the_default_video_player_is_osworlds(both):
 
 def test_the_wallpaper_is_osworlds(both):
     ctx, env = both
-    info = reference_with_stand_ins("info", kind="getters")
+    info = reference_apart("getters.info")
     ours = GETTERS["vm_wallpaper"](ctx, {"dest": "wallpaper.png"})
     assert read(ours) == read(info.get_vm_wallpaper(env, {"dest": "wallpaper.png"}))
 
@@ -115,7 +115,7 @@ def book(rows) -> bytes:
 
 def test_a_spreadsheets_last_row_is_osworlds(both):
     ctx, env = both
-    files = reference_with_stand_ins("file", kind="getters")
+    files = reference_apart("getters.file")
     path = f"/tmp/researchers-{uuid.uuid4().hex}.xlsx"
     config = {"path": path, "file_type": "xlsx", "file_content": "last_row"}
     ctx.desktop.upload(path, book([["Name", "Citations", "h", "Title"], ["Yann LeCun", 345074, 147.5, None]]),
@@ -149,7 +149,7 @@ SUITES = {  # test suites (OSWorld's are downloaded; these are the test's own)
 @pytest.mark.parametrize("suite", sorted(SUITES))
 def test_the_test_suite_scores_on_the_desktop_as_osworlds_in_its_process(both, tmp_path, suite):
     ctx, _ = both
-    vscode = reference_with_stand_ins("vscode", ("PyPDF2",))
+    vscode = reference_apart("metrics.vscode", ("PyPDF2",))
     options = {"test_function_name": "check"} if suite == "named" else {}
     # cua: the agent's files where vm_file puts them, the suite where cloud_file does
     for name, text in AGENT.items():
@@ -207,7 +207,7 @@ def test_an_agent_code_that_hangs_or_exits_scores_0(both, monkeypatch):
 
 def test_the_vscode_getter_replays_osworlds_keys_then_fetches_the_file(both):
     ctx, env = both
-    vscode = reference_with_stand_ins("vscode", kind="getters")
+    vscode = reference_apart("getters.vscode")
     path = f"/tmp/OpenProject-{uuid.uuid4().hex}.txt"
     ctx.desktop.upload(path, b"project", ctx.budget)
     config = {"vscode_extension_command": "OpenProject", "path": path, "dest": "OpenProject.txt"}
