@@ -20,10 +20,12 @@ from helpers.osworld_reference import reference_apart
 from cua_cli._util.budget import Budget
 from cua_cli.envserver.desktop.desktop import LocalDesktop
 from cua_cli.osworld.desktop_api import ApiSettings, DesktopAPI
+from cua_cli.osworld.evaluator import evaluate
 from cua_cli.osworld.getters import GETTERS, EvalContext
 from cua_cli.osworld.getters.vlc import VIDEO_TYPES
-from cua_cli.osworld.local_files import Downloads
+from cua_cli.osworld.local_files import Downloads, cache_key, episode_folder
 from cua_cli.osworld.metrics.vscode import check_python_file_by_test_suite
+from cua_cli.osworld.setup import SetupContext
 
 pytestmark = [needs_desktops, pytest.mark.slow]
 
@@ -212,3 +214,37 @@ def test_the_vscode_getter_replays_osworlds_keys_then_fetches_the_file(both):
     ctx.desktop.upload(path, b"project", ctx.budget)
     config = {"vscode_extension_command": "OpenProject", "path": path, "dest": "OpenProject.txt"}
     assert read(GETTERS["vscode_config"](ctx, config)) == read(vscode.get_vscode_config(env, config)) == b"project"
+
+
+SNAKE_URL = "https://drive.usercontent.google.com/download?id=1rLhp5cAS93uwCdZlikQse656Tf1Ut0Xc&export=download"
+SNAKE_FILES = ["food.py", "main.py", "settings.py", "snake.py"]
+# the evaluator of OSWorld's multi_apps/26150609-0da3-4a7d-8868-0faf9c5f01bb (Apache-2.0), its URL shortened
+SNAKE_EVALUATOR = {
+    "postconfig": [], "func": "check_python_file_by_test_suite",
+    "result": {"type": "vm_file", "path": [f"/home/user/Desktop/snake/{f}" for f in SNAKE_FILES],
+               "dest": SNAKE_FILES, "multi": True},
+    "expected": {"type": "cloud_file", "path": SNAKE_URL, "dest": "test_suite.py"}}
+SNAKE_SUITE = ("from food import Food\nfrom snake import Snake\n\n"
+               "def test():\n    s, f = Snake(), Food()\n    return s.eats(f)\n")
+
+
+def test_the_snake_task_is_scored_by_the_evaluator_with_its_suite_run_on_the_desktop(desktop, tmp_path):
+    api = DesktopAPI(ApiSettings(f"http://127.0.0.1:{desktop.port}", timeout_s=60, retries=1))
+    offline = tmp_path / "offline"
+    offline.mkdir()
+    (offline / cache_key(SNAKE_URL, "test_suite.py")).write_text(SNAKE_SUITE)
+    setup = SetupContext(api, Downloads(tmp_path / "downloads", offline_dir=offline),
+                         episode_folder(tmp_path / "work", "snake", "0"))
+    api.execute(["mkdir", "-p", "/home/user/Desktop/snake"], budget())
+
+    def leave(eats: str) -> float:
+        files = {"food.py": "class Food:\n    position = (3, 4)\n", "main.py": "import snake\n",
+                 "settings.py": "SIZE = 20\n",
+                 "snake.py": f"class Snake:\n    head = (3, 4)\n\n    def eats(self, food):\n        return {eats}\n"}
+        for name, text in files.items():
+            api.upload(f"/home/user/Desktop/snake/{name}", text.encode(), budget())
+        return evaluate(SNAKE_EVALUATOR, "DONE", setup, budget(), file_tries=1)
+
+    assert leave("self.head == food.position") == 1.0  # the agent's fix
+    assert leave("self.head == food.positon") == 0.0  # still broken: the test raises
+    assert evaluate(SNAKE_EVALUATOR, "FAIL", setup, budget()) == 0.0
