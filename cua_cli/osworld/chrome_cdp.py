@@ -49,10 +49,18 @@ def playwright_api():
 
 @contextmanager
 def session() -> Iterator:
-    """Playwright's driver, for the span of a step or getter."""
-    sync_playwright, _ = playwright_api()
-    with sync_playwright() as p:
+    """Playwright's driver, for the span of a step or getter. A driver that does not start is this
+    host's failure (EnvError), never a Chrome that does not answer (which getters score)."""
+    sync_playwright, Error = playwright_api()
+    manager = sync_playwright()
+    try:
+        p = manager.__enter__()
+    except (Error, OSError) as e:
+        raise EnvError(f"Playwright's driver did not start: {describe(e)}") from None
+    try:
         yield p
+    finally:
+        manager.__exit__(None, None, None)
 
 
 def connect(p, url: str, budget: Budget, within_s: float):

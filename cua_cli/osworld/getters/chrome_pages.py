@@ -276,7 +276,7 @@ def get_info_from_website(ctx: EvalContext, config: dict):
                 out.append(element.inner_text() if action.endswith("inner_text")
                            else element.get_attribute(info["attribute"]))
             return out
-    except (Error, _NoChrome, EnvError):
+    except (Error, _NoChrome):
         return config.get("backups")
 
 
