@@ -296,11 +296,11 @@ def check_image_size(result, rule=None) -> float:
         return 0.0
 
     def size():
-        image = Image.open(result)  # OSWorld reads no pixels unless it looks for the content
-        if (rule.get("ignore_transparent", False) and image.mode in ("RGBA", "LA")) or "transparency" in image.info:
-            box = (image if image.mode == "RGBA" else image.convert("RGBA")).split()[-1].getbbox()
-            return (0, 0) if box is None else (box[2] - box[0], box[3] - box[1])
-        return image.size
+        with Image.open(result) as image:  # OSWorld reads no pixels unless it looks for the content
+            if (rule.get("ignore_transparent", False) and image.mode in ("RGBA", "LA")) or "transparency" in image.info:
+                box = (image if image.mode == "RGBA" else image.convert("RGBA")).split()[-1].getbbox()
+                return (0, 0) if box is None else (box[2] - box[0], box[3] - box[1])
+            return image.size
     try:
         width, height = size()
     except Exception:  # noqa: BLE001 - not an image the agent could have meant
