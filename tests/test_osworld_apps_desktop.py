@@ -145,6 +145,8 @@ SUITES = {  # test suites (OSWorld's are downloaded; these are the test's own)
     "not_callable": "test = 3\n",
     "named": "def check():\n    return True\n",
     "reads_cwd": "import os\n\ndef test():\n    return os.path.exists('settings.py')\n",
+    "noisy": ("import sys\n\ndef test():\n    print('x' * 2_000_000)\n    sys.stderr.write('y' * 2_000_000)\n"
+              "    return 1\n"),
 }
 
 

@@ -117,7 +117,8 @@ MAX_UPLOAD_BYTES = 32 << 20
 # module is loaded from its file with its folder as working directory and first on sys.path, its test
 # function called; True/False score 1/0, a number is clipped to [0, 1] (NaN gives 1, as min/max give
 # it), anything else counts by its truth. Any failure scores 0; so does a test that exits or outlasts
-# the limit (OSWorld would have no score then at all). The score is printed after a random marker.
+# the limit (OSWorld would have no score then at all). The test's output is dropped; the score is
+# printed after a random marker.
 RUNNER = r"""
 import importlib.util, json, os, signal, sys
 
@@ -161,6 +162,10 @@ def score():
         return 0.0
 
 
+answer = os.dup(1)  # the test's own output goes nowhere: it cannot swamp the answer (nor write a score)
+quiet = os.open(os.devnull, os.O_WRONLY)
+os.dup2(quiet, 1)
+os.dup2(quiet, 2)
 signal.signal(signal.SIGALRM, on_alarm)
 signal.alarm(int(limit))
 try:
@@ -168,8 +173,7 @@ try:
 except BaseException:
     value = 0.0
 signal.alarm(0)
-sys.stdout.flush()
-os.write(1, ("\n" + marker + " " + json.dumps(value) + "\n").encode())
+os.write(answer, (marker + " " + json.dumps(value) + "\n").encode())
 os._exit(0)
 """
 
