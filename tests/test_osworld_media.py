@@ -8,6 +8,7 @@ import collections
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import os
 import subprocess
@@ -686,3 +687,101 @@ def test_the_metrics_name_the_media_extra_and_setup_cfg_installs_it():
             assert pip_name.lower() in extra and pip_name.lower() in test, pip_name
         for name, metric in module.METRICS.items():
             assert METRICS[name] is metric and EXTRAS[name] is module.EXTRA
+
+
+EVALUATORS = json.loads((Path(__file__).resolve().parent / "data" / "osworld_media" / "evaluators.json").read_text())
+
+
+def _calls(evaluator: dict):
+    """(metric, result getter, expected getter, options) of each metric the evaluator calls."""
+    funcs = evaluator["func"] if isinstance(evaluator["func"], list) else [evaluator["func"]]
+    for i, name in enumerate(funcs):
+        def part(key):
+            value = evaluator.get(key)
+            return value[i] if isinstance(evaluator["func"], list) and isinstance(value, list) else value
+        yield name, part("result"), part("expected"), part("options") or {}
+
+
+def test_every_osworld_task_of_these_metrics_is_supported():
+    from cua_cli.osworld.support import unsupported
+
+    assert len(EVALUATORS) > 40
+    ours = set(images.METRICS) | set(pdf.METRICS) | set(media.METRICS)
+    used = set()
+    for task, evaluator in EVALUATORS.items():
+        missing = unsupported({"config": [], "evaluator": evaluator})
+        assert not [m for m in missing if any(f"'{name}'" in m for name in ours)], (task, missing)
+        used |= {name for name, *_ in _calls(evaluator)} & ours
+    assert used == ours, ours - used
+
+
+def test_the_rules_osworld_tasks_pass_are_scored_as_osworld_scores_them(tmp_path, mp3):
+    """Each rule an OSWorld task gives one of these metrics, on a file that meets it and one that
+    does not."""
+    from docx import Document
+    from mutagen.easyid3 import EasyID3
+
+    modules = {"check_image_size": "gimp", "check_image_file_size": "gimp", "check_pdf_pages": "pdf",
+               "check_mp3_meta": "others", "fuzzy_place_math": "general"}
+    seen = collections.Counter()
+    for task, evaluator in EVALUATORS.items():
+        for name, _, expected, options in _calls(evaluator):
+            if name not in modules or not expected or expected.get("type") != "rule":
+                continue
+            rules, theirs = expected["rules"], getattr(osworld(modules[name]), name)
+            ours = {**images.METRICS, **pdf.METRICS, **media.METRICS}[name]
+            folder = fresh(tmp_path)
+            if name == "check_image_file_size":  # a small picture, and noise that PNG cannot shrink
+                side = int((rules["max_size"] / 3) ** 0.5) + 20
+                noise = np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8)
+                files = [_save(_picture(64, 64, 1), folder / "small.png"),
+                         _save(Image.fromarray(noise), folder / "noise.png")]
+            elif name == "check_image_size":
+                sizes = [(rules.get("width", 64), rules.get("height", 64)), (33, 21)]
+                files = [_save(_picture(w, h, 1), folder / f"{w}x{h}.png") for w, h in sizes]
+            elif name == "check_pdf_pages":
+                counts = (rules["ref_value"], rules["ref_value"] + 1)
+                files = [_pdf(folder / f"{n}.pdf", [["page"]] * n) for n in counts]
+            elif name == "check_mp3_meta":
+                files = []
+                for k in range(2):
+                    path = folder / f"{k}.mp3"
+                    path.write_bytes(mp3.read_bytes())
+                    tags = EasyID3()
+                    for key, rule in rules.items():
+                        tags[key] = rule["ref"] if k == 0 else rule["ref"] + "?"
+                    tags.save(path)
+                    files.append(str(path))
+            else:
+                files = []
+                for k, words in enumerate((rules["expected"][:3], rules["expected"][:2])):
+                    document = Document()
+                    for word in words:
+                        document.add_paragraph(word)
+                    document.save(folder / f"{k}.docx")
+                    files.append(str(folder / f"{k}.docx"))
+            scores = [agree(name, ours, theirs, path, rules, **options) for path in files]
+            assert scores[0] > 0 and scores[1] == 0, (task, name, scores)
+            seen[name] += 1
+    assert set(seen) == set(modules), seen
+
+
+@pytest.mark.parametrize("file_type", ["text", "image", "csv"])
+def test_archives_of_other_file_types_scored_as_osworld_scores_them(tmp_path, file_type):
+    chrome = osworld("chrome")
+
+    def member(k: int, changed: bool) -> bytes:
+        if file_type == "image":
+            data = io.BytesIO()
+            _picture(32, 24, k + (7 if changed else 0)).save(data, "PNG")
+            return data.getvalue()
+        return f"name,value\nrow{k},{k * 2 + changed}\n".encode()
+    suffix = {"text": "txt", "image": "png", "csv": "csv"}[file_type]
+    gold_members = {f"out/f{k}.{suffix}": member(k, False) for k in range(3)}
+    for n, changes in enumerate([(), (1,), (0, 2)]):
+        box = fresh(tmp_path)
+        mine_members = {f"out/f{k}.{suffix}": member(k, k in changes) for k in range(3)}
+        gold, mine = _zip(box / "gold.zip", gold_members), _zip(box / "mine.zip", mine_members)
+        score = agree("compare_archive", media.compare_archive, chrome.compare_archive, mine, gold,
+                      file_type=file_type, file_path="out")
+        assert (score == 1.0) == (not changes), (file_type, changes, score)
