@@ -1,6 +1,7 @@
 """OSWorld's PDF metrics, rewritten for cua on the libraries its scores come from: PyMuPDF reads the
-text and the images (compare_pdfs, compare_pdf_images), pypdf counts pages (check_pdf_pages), and
-ImageHash's perceptual hash compares images. The media extra brings them.
+text and the images (compare_pdfs, compare_pdf_images), pypdf counts pages (check_pdf_pages),
+pdfplumber extracts the text is_gold_text_included_in_pdf searches, and ImageHash's perceptual hash
+compares images. The media extra brings them.
 
 - compare_pdfs(result, expected): the similarity of each pair's whole text (rapidfuzz's ratio, as
   OSWorld computes it), averaged over the expected files; a list of files each.
@@ -8,6 +9,8 @@ ImageHash's perceptual hash compares images. The media extra brings them.
   within 5 bits, when both hold as many images (1 when neither holds any).
 - check_pdf_pages(result, rules): the page count against `rules["ref_value"]` by
   `rules["relation"]` (an `operator` name: eq, lt, ...).
+- is_gold_text_included_in_pdf(result, expected): every value of the expected JSON object is in
+  the text pdfplumber extracts.
 
 An unreadable file of the agent's scores 0, a broken gold file raises, except in compare_pdfs: OSWorld
 scores a pair it cannot read 0 whichever side fails, and its tasks pass the agent's files as
@@ -123,5 +126,27 @@ def check_pdf_pages(result, rules=None) -> float:
     return float(compare(pages, rules["ref_value"]))
 
 
-METRICS = {f.__name__: f for f in (compare_pdfs, compare_pdf_images, check_pdf_pages)}
-EXTRA = Extra("media", {"pymupdf": "pymupdf", "pypdf": "pypdf", "imagehash": "ImageHash", "PIL": "pillow"})
+def is_gold_text_included_in_pdf(result, expected=None) -> float:
+    """Every value of the expected JSON object is in the PDF's text, as pdfplumber extracts it page
+    after page. (No task of OSWorld's snapshot calls it; OSWorld keeps it among its general metrics.)"""
+    import json
+
+    import pdfplumber
+
+    if not result or not expected:
+        return 0.0
+    with open(expected, encoding="utf-8") as f:
+        wanted = json.load(f)
+    if not isinstance(wanted, dict) or not all(isinstance(v, str) for v in wanted.values()):
+        raise ValueError("is_gold_text_included_in_pdf: the gold file is no JSON object of texts")
+    try:
+        with pdfplumber.open(result) as document:
+            text = "".join(page.extract_text() for page in document.pages)
+    except Exception:  # noqa: BLE001 - the agent's file is no PDF pdfplumber reads
+        return 0.0
+    return float(all(value in text for value in wanted.values()))
+
+
+METRICS = {f.__name__: f for f in (compare_pdfs, compare_pdf_images, check_pdf_pages, is_gold_text_included_in_pdf)}
+EXTRA = Extra("media", {"pymupdf": "pymupdf", "pypdf": "pypdf", "imagehash": "ImageHash", "PIL": "pillow",
+                        "pdfplumber": "pdfplumber"})
