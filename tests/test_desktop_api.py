@@ -92,7 +92,9 @@ def test_upload_then_list_directory(url):
     tree = json.loads(raw)["directory_tree"]
     assert status == 200 and tree["type"] == "directory" and tree["name"] == "Desktop"
     assert {"type": "file", "name": "up.bin"} in tree["children"]
-    assert request(url + "/list_directory", "POST", {"path": "~/nowhere"})[0] == 404
+    # as OSWorld's server: 400 for a path that is no directory, missing or a file
+    assert request(url + "/list_directory", "POST", {"path": "~/nowhere"})[0] == 400
+    assert request(url + "/list_directory", "POST", {"path": "~/Desktop/up.bin"})[0] == 400
 
 
 def test_a_launched_window_is_found_activated_and_closed(url):

@@ -182,9 +182,10 @@ class DesktopAPI:
         return None if r is None else r.content
 
     def list_directory(self, path: str, budget: Budget) -> Optional[dict]:
-        """{"type", "name", "children"} recursively; None when the path is not a directory (HTTP 400)."""
+        """{"type", "name", "children"} recursively; None when the path is not a directory (HTTP 400, as
+        OSWorld's server answers; 404 from servers that answer so for a missing path)."""
         return self._json(f"list directory {clip(path, 100)!r}", "POST", "/list_directory", budget,
-                          json_body={"path": path}, key="directory_tree", absent=(400,))
+                          json_body={"path": path}, key="directory_tree", absent=(400, 404))
 
     def accessibility(self, budget: Budget) -> Optional[str]:
         return self._json("accessibility tree", "GET", "/accessibility", budget, key="AT")

@@ -249,8 +249,8 @@ class Executor:
 
     def list_directory(self, req: dict, body: bytes) -> dict:
         start = self._path(req.get("path"))
-        if not os.path.exists(start):
-            return {"http": 404, "json": {"error": "Directory not found"}}
+        if not os.path.isdir(start):  # OSWorld's server: 400, for a missing path as for a file
+            return {"http": 400, "json": {"error": "The provided path is not a directory"}}
 
         def tree(d):
             node = {"type": "directory", "name": os.path.basename(d), "children": []}
