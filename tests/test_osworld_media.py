@@ -520,7 +520,7 @@ def test_epubs_scored_as_osworld_scores_them(tmp_path, pages, toc, change, seed)
     mine_pages, mine_toc, broken = dict(pages), list(toc), ""
     if change == "page" and pages:
         name = sorted(pages)[seed % len(pages)]
-        mine_pages[name] = mine_pages[name].replace("</body>", f"<p>{WORDS[seed]}</p></body>")
+        mine_pages[name] = mine_pages[name].replace("</body>", f"<p>{WORDS[seed % len(WORDS)]}</p></body>")
     elif change == "drop" and pages:
         mine_pages.pop(sorted(pages)[0])
     elif change == "toc":
@@ -800,3 +800,20 @@ def test_gold_text_in_pdfs_found_as_osworld_finds_it(tmp_path, pages, change, se
     with contextlib.redirect_stdout(io.StringIO()):  # OSWorld's version prints the paths it reads
         agree("is_gold_text_included_in_pdf", pdf.is_gold_text_included_in_pdf, general.is_gold_text_included_in_pdf,
               mine, str(gold))
+
+
+def test_a_broken_gold_file_raises_where_osworld_would_score_the_agent_0(tmp_path, mp3):
+    """A task whose gold file is broken is the task's fault (an EvalError), not the agent's 0."""
+    broken = _save(None, tmp_path / "broken", "text")
+    epub = _epub(tmp_path / "book.epub", {"ch1.html": "<html><body><p>a</p></body></html>"}, [])
+    with pytest.raises(ValueError):
+        media.compare_epub(epub, broken)
+    with pytest.raises(Exception):
+        media.compare_zip_files(_zip(tmp_path / "a.zip", {"a.txt": b"a"}), broken)
+    with pytest.raises(Exception):
+        media.compare_archive(_zip(tmp_path / "b.zip", {"a.txt": b"a"}), broken, file_type="text")
+    assert media.compare_epub(broken, epub) == 0.0
+    assert media.compare_zip_files(broken, _zip(tmp_path / "c.zip", {"a.txt": b"a"})) == 0.0
+    assert pdf.compare_pdf_images(broken, _pdf(tmp_path / "gold.pdf", [["a"]])) == 0.0
+    with pytest.raises(Exception):
+        pdf.compare_pdf_images(_pdf(tmp_path / "mine.pdf", [["a"]]), broken)

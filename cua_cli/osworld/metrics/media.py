@@ -186,6 +186,8 @@ def compare_epub(result, expected=None) -> float:
         mine = _epub_parts(result)
     except Exception:  # noqa: BLE001 - the agent's e-book is broken where OSWorld's reading crashes
         return 0.0
+    if not expected or not zipfile.is_zipfile(expected):  # OSWorld reads no parts from it and scores 0
+        raise ValueError(f"compare_epub: the gold e-book {expected} is no zip archive")
     gold = _epub_parts(expected)
     if not mine:
         return 0.0
