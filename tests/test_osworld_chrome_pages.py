@@ -260,6 +260,8 @@ def test_update_browse_history_starts_from_osworlds_empty_file_without_one(chrom
     run_steps([{"type": "update_browse_history", "parameters": {"history": HISTORY[:2]}}], setup, budget())
     urls, visits = rows(desktop.desktop.home / ".config/google-chrome/Default/History")
     assert [u[1] for u in urls] == [h["url"] for h in HISTORY[:2]] and len(visits) == 2
+    # a Chrome that never ran has no profile folder: it is made before the upload
+    assert {"command": 'mkdir -p "$HOME/.config/google-chrome/Default"', "shell": True} in desktop.desktop.executed
 
 
 @pytest.mark.parametrize("history", [None, "x", [{"url": "u", "title": "t"}],

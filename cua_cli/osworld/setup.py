@@ -301,6 +301,8 @@ def _update_browse_history(ctx: SetupContext, budget: Budget, p: dict) -> None:
     except sqlite3.DatabaseError as e:
         where = "OSWorld's empty History" if fresh else f"the desktop's {HISTORY}"
         raise EnvError(f"{where} is no Chrome history database: {e}") from None
+    if fresh:  # a Chrome that never ran has no profile folder, and an upload makes none
+        ctx.desktop.execute('mkdir -p "$HOME/.config/google-chrome/Default"', budget, shell=True, setup=True)
     ctx.desktop.upload(HISTORY, local.read_bytes(), budget)
     # OSWorld then gives the file to the desktop's user (its server may run as another); a desktop
     # where that fails (no sudo, another user name) has the file as its server wrote it, which is
