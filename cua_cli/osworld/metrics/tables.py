@@ -462,6 +462,11 @@ def _style(books: _Books, rule: dict) -> bool:
     return first == _guarded(books, rule["sheet_idx1"], lambda book, name: _styles(books, book, name, props))
 
 
+# cua's bounds, where OSWorld's reading would run out of time or memory: a sheet or an argument range
+# of more cells, and formulas with functions that build values whose size a formula picks (a format's
+# formula is the agent's), are refused: the agent's book scores 0, the expected book raises
+MAX_STYLED_CELLS = 2_000_000
+_UNBOUNDED = re.compile(r"\b(REPT|SEQUENCE|MUNIT|RANDARRAY|MAKEARRAY|EXPAND)\s*\(", re.IGNORECASE)
 _ABSOLUTE = re.compile(r"\$([A-Z]{1,3})\$(\d+)(?::\$([A-Z]{1,3})\$(\d+))?")
 _TEXT_CONDITIONS = {"expression", "containsText", "notContainsText", "endsWith", "beginsWith", "containsErrors",
                     "notContainsErrors"}
@@ -478,6 +483,7 @@ def _styles(books: _Books, book: str, name: str, props: list) -> dict:
     - `cellIs` compares the value with its formulas' values; other kinds than these and the text
       conditions test nothing of their own: OSWorld quirk, they test with the condition of the last
       rule that had one, which reads its operator and arguments as the latest rule left them;
+    - OSWorld quirk: a cell selected by a rule without a formula makes OSWorld's reading fail;
     - OSWorld quirk: after more than 50 empty cells in a rule's ranges (all its ranges counted, not
       contiguous ones), each further range is left at its first empty cell.
     """
@@ -488,6 +494,8 @@ def _styles(books: _Books, book: str, name: str, props: list) -> dict:
         sheet = books.xl[book][name]
     except KeyError:
         return {}
+    if sheet.max_row * sheet.max_column > MAX_STYLED_CELLS:
+        raise ValueError(f"sheet {name!r} spans more than {MAX_STYLED_CELLS} cells")
     out = {c.coordinate: [_read_style(p, c) for p in props] for column in sheet.iter_cols() for c in column}
     formats = list(sheet.conditional_formatting)
     if not formats:
@@ -511,6 +519,8 @@ def _styles(books: _Books, book: str, name: str, props: list) -> dict:
         for cf in fmt.rules:
             compiled, arguments, broken = [], [], False
             for text in cf.formula:
+                if _UNBOUNDED.search(text):
+                    raise ValueError(f"conditional format formula {text[:80]!r} may build a value without bound")
                 try:
                     function = parser.ast("=" + text)[1].compile()
                 except Exception:  # noqa: BLE001 - a formula formulas cannot parse: the rule is skipped
@@ -518,7 +528,10 @@ def _styles(books: _Books, book: str, name: str, props: list) -> dict:
                     break
                 args = []
                 for c1, r1, c2, r2 in _ABSOLUTE.findall(text):
-                    cells = CellRange(f"{c1}{r1}:{c2}{r2}").cells  # "B1:" for a single cell raises (the quirk)
+                    cell_range = CellRange(f"{c1}{r1}:{c2}{r2}")  # "B1:" for a single cell raises (the quirk)
+                    if cell_range.size["rows"] * cell_range.size["columns"] > MAX_STYLED_CELLS:
+                        raise ValueError(f"conditional format formula {text[:80]!r} reads too many cells")
+                    cells = cell_range.cells
                     args.append([value(f"{get_column_letter(col)}{row}") for row, col in cells])
                 state["arguments"] = args
                 compiled.append(function)
@@ -549,6 +562,10 @@ def _styles(books: _Books, book: str, name: str, props: list) -> dict:
                     except Exception:  # noqa: BLE001 - a condition that fails on the value does not hold
                         selected = False
                     if selected:  # (an array of several values fails here, as in OSWorld)
+                        if not cf.formula:
+                            # OSWorld quirk: its log line for a selected cell reads the rule's first
+                            # formula, and fails for a rule without one (top10, duplicateValues)
+                            raise IndexError("a selected cell of a conditional format without a formula")
                         active.append(cell)
             for cell in active:
                 out[cell.coordinate] = [_read_style(p, cell, cf.dxf) for p in props]
