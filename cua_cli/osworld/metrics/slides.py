@@ -1,4 +1,5 @@
-"""OSWorld's slide-deck metric, `compare_pptx_files(result, expected, **options)`: 1 when the
+"""OSWorld's slide-deck metrics (its metrics/slides.py). The main one,
+`compare_pptx_files(result, expected, **options)`: 1 when the
 agent's deck matches the gold deck in everything OSWorld's current version (desktop-env 1.0.2)
 looks at, else 0.
 
@@ -15,6 +16,12 @@ misspelt `examine_aligment`) changes nothing. Unset and off are the same for bol
 for underline unset is the same as off but not as on, as in OSWorld.
 
 A deck the agent left unreadable scores 0; an unreadable gold deck raises.
+
+The others check one thing each, as OSWorld's do: a picture stretched over the slide and centred,
+portrait slides, backgrounds near a colour, a slide's transition, the slide number's colour in the
+master, struck-through runs, the slide pane in the accessibility tree, and LibreOffice's settings
+(autosave interval, presenter console) in registrymodifications.xcu. Where OSWorld's code fails on
+the agent's file, cua scores 0.
 """
 
 import math

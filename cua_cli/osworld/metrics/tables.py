@@ -6,13 +6,16 @@ Each rule passes or the score is 0; all passing is 1. Sheets are named as OSWorl
 or a bare index into the result. Values are read the ways OSWorld reads them, so that scores
 match its own: `sheet_data` compares pandas' DataFrames of `read_excel` (rounded to `precision`
 digits), `sheet_print` the CSV that the task's postconfig printed beside the book, `sheet_fuzzy`
-and `check_cell`'s value the cell's cached value in the file's XML, the rest (charts, pivot
-tables, cell styles, panes, zoom) openpyxl's view.
+and `check_cell`'s value the cell's cached value in the file's XML, `sparkline` the sparklines in
+the sheet's XML, the rest (charts, pivot tables, cell styles, panes, zoom) openpyxl's view; `style`
+applies conditional formats, their formulas computed by the `formulas` package as OSWorld's are.
 
-pandas (OSWorld's 2.2 line) and openpyxl are the `office` extra, imported when a table is
-scored; without them a task that needs this metric is unsupported (support.py).
-A result the agent left unreadable scores 0; a rule or expected book that is broken raises
-(the evaluator's EvalError).
+`compare_conference_city_in_order` is OSWorld's check of one task's column of cities.
+
+pandas (OSWorld's 2.2 line), openpyxl and formulas are the `office` extra, imported when a table
+is scored; without them a task that needs this metric is unsupported (support.py).
+A result the agent left unreadable, or one on which OSWorld's reading fails, scores 0; a rule or
+expected book that is broken raises (the evaluator's EvalError).
 """
 
 import itertools
