@@ -4,6 +4,7 @@ Chrome's: cua's getters must give what OSWorld's own (desktop-env 1.0.2) give on
 tabs and pages. The web is a local HTTP server; the desktop's API a stand-in of OSWorld's server
 (for the accessibility tree, launches and files). One Chromium serves the whole module."""
 
+import dataclasses
 import json
 import sqlite3
 import urllib.request
@@ -62,6 +63,7 @@ SITES = {
     "/profile": page("Profile", '<h1 id="name">Grace Hopper</h1><table id="stats"><tr><td>Citations</td>'
                                 '<td>1234</td></tr><tr><td>h-index</td><td>56</td></tr></table>'
                                 '<a id="first" href="/paper">COBOL</a><img id="pic" src="/p.png" alt="portrait">'),
+    "/busy": page("Busy", "<script>setInterval(() => fetch('/ping?' + Date.now()), 150);</script>"),
     "/paper": page("Paper", '<div id="venue">CACM 1960</div><a id="doi" href="https://doi.example/10.1">doi</a>'),
 }
 
@@ -295,6 +297,17 @@ def test_open_tabs_info_is_osworlds(chromium, web, desktop, tmp_path, osworld, t
     _, ctx = contexts(desktop, chromium.url, tmp_path / "ep")
     ours = chrome_pages.get_open_tabs_info(ctx, {"type": "open_tabs_info"})
     assert len(ours) == len(tabs)
+    assert ours == osworld.get_open_tabs_info(env_for(chromium, desktop, tmp_path), {})
+
+
+def test_a_tab_that_never_goes_quiet_is_an_error_as_in_osworld(chromium, web, desktop, tmp_path, osworld):
+    """OSWorld quirk: its `Load timeout` title is never given (Playwright's TimeoutError is not Python's)."""
+    set_tabs(chromium, [f"{web.url}/busy", f"{web.url}/a"])
+    _, ctx = contexts(desktop, chromium.url, tmp_path / "ep")
+    quick = dataclasses.replace(ctx, budget=Budget(step_timeout=3))  # cua gives up sooner; OSWorld waits 30 s
+    ours = chrome_pages.get_open_tabs_info(quick, {"type": "open_tabs_info"})
+    assert sorted(ours, key=str) == [{"title": "Error encountered", "url": f"{web.url}/busy"},
+                                     {"title": "Page A", "url": f"{web.url}/a"}]
     assert ours == osworld.get_open_tabs_info(env_for(chromium, desktop, tmp_path), {})
 
 
