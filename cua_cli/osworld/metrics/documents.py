@@ -19,9 +19,8 @@ A document the agent left unreadable, or one on which OSWorld's metric fails (an
 where it takes the first paragraph, a run without a colour where it reads one), scores 0; a gold
 document that cannot be read raises, as do a task's files that are neither .docx nor .odt.
 
-Left out: `compare_image_text` (OSWorld reads the screenshot with easyocr, a torch model whose
-weights it downloads when first run; its score depends on that model) and `check_file_exists`
-(it looks at a path on the scoring host; no task of OSWorld's uses it).
+Not here: `compare_image_text` (OCR of a screenshot with easyocr's torch models, a family of its
+own) and `check_file_exists` (it looks at a path on the scoring host; no task of OSWorld's uses it).
 """
 
 import math
