@@ -166,6 +166,8 @@ def _guarded(books: "_Books", index, read):
     book, name = books.sheet(index)
     try:
         return read(book, name)
+    except ImportError:  # a library of the office extra missing: the host's, not the agent's
+        raise
     except Exception as e:
         if book == "R":
             raise _BrokenResult() from e
