@@ -47,6 +47,8 @@ def _docx(path):
 
 def _agent_docx(path):
     """The agent's document, or None when it left none that python-docx reads."""
+    import docx  # noqa: F401 - a host without the office extra fails here, not as a score of 0
+
     if not path:
         return None
     try:
@@ -117,6 +119,8 @@ def compare_docx_files(result, expected=None, **options) -> float:
     kind = _kind(result, expected)
     try:
         mine = _texts(result, kind)
+    except ImportError:  # the office extra missing: the host's failure, not the agent's
+        raise
     except Exception:  # the agent left no readable document
         return 0.0
     return _compare_texts(mine, _texts(expected, kind), **options)
