@@ -23,6 +23,7 @@ from .. import chrome_cdp
 from ..chrome_cdp import close_quietly, describe, ms
 from ..local_files import safe_name
 from ..registry import Extra
+from .chrome import get_active_url_from_accessTree as active_url
 from .context import EvalContext, need
 
 RELAUNCH_WAIT_S = 30.0   # how long a Chrome launched again may take to answer (OSWorld: 5 s, one try)
@@ -30,9 +31,6 @@ PAGE_LOAD_S = 60.0       # OSWorld's navigation limits
 TABS_IDLE_S = 30.0
 FIND_S = 10.0            # info_from_website's wait for an element
 ACTION_S = 30.0          # Playwright's own default, which OSWorld leaves in place for the rest
-# the address bar in the accessibility tree: Google Chrome's, else Chromium's
-ADDRESS_BARS = tuple(f"application[name={app}] entry[name=Address\\ and\\ search\\ bar]"
-                     for app in ("Google\\ Chrome", "Chromium"))
 
 
 class _NoChrome(Exception):
@@ -132,7 +130,7 @@ def get_page_info(ctx: EvalContext, config: dict) -> dict:
 
 
 def get_active_tab_info(ctx: EvalContext, config: dict) -> Optional[dict]:
-    """{title, url, content} of the active tab's URL (from the address bar: see `active_url`) loaded
+    """{title, url, content} of the active tab's URL (the address bar's, after `goto_prefix`) loaded
     again in a fresh context, as OSWorld does (a page that needs the tab's cookies or state loads as a
     stranger sees it). None when there is no active tab, Chrome does not answer (OSWorld launches no
     new one here) or the page cannot be loaded. Its tasks' pages are on the web."""
@@ -281,36 +279,6 @@ def get_info_from_website(ctx: EvalContext, config: dict):
 
 
 # -- the active tab
-
-
-def active_url(ctx: EvalContext, config: dict) -> Optional[str]:
-    """The active tab's URL as OSWorld reads it: the text of the first `Address and search bar` entry
-    of Google Chrome's application in the accessibility tree, after `goto_prefix` ("https://" unless
-    given: the bar shows no scheme). None when there is no such entry. OSWorld quirk: it is None also
-    when the last such entry is empty, though the first is read. cua's desktops run Chromium under
-    Chrome's name: its application, named Chromium, is looked at when no Google Chrome is there (as
-    OSWorld does on ARM hosts)."""
-    from lxml import etree
-    from lxml.cssselect import CSSSelector
-
-    xml = ctx.desktop.accessibility(ctx.budget)
-    if xml is None:
-        return None
-    try:
-        root = etree.fromstring(xml)
-    except ValueError:  # OSWorld: a text lxml will not take (one declaring its encoding) has no URL
-        return None
-    except etree.XMLSyntaxError as e:
-        raise EnvError(f"the desktop's accessibility tree is not XML: {e}") from None
-    entries = []
-    for selector in ADDRESS_BARS:
-        entries = CSSSelector(selector)(root)
-        if entries:
-            break
-    if not entries or not entries[-1].text:
-        return None
-    prefix = config.get("goto_prefix", "https://")
-    return f"{prefix}{entries[0].text}"
 
 
 def get_active_tab_html_parse(ctx: EvalContext, config: dict) -> Optional[dict]:
@@ -561,4 +529,4 @@ GETTERS = {
     "active_tab_html_parse": get_active_tab_html_parse,
     "gotoRecreationPage_and_get_html_content": get_gotoRecreationPage_and_get_html_content,
 }
-EXTRA = Extra("web", {"playwright": "playwright", "lxml": "lxml", "cssselect": "cssselect", "tldextract": "tldextract"})
+EXTRA = Extra("web", {"playwright": "playwright", "lxml": "lxml", "cssselect": "cssselect"})
