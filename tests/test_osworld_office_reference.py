@@ -243,7 +243,7 @@ def check_documents(result, gold, ref, change) -> None:
         _count(name)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=DOC, change=st.sampled_from(DOC_CHANGES), data=st.data())
 def test_document_metrics_score_as_osworlds(tmp_path, template, spec, change, data):
     ref = docs_ref()
@@ -804,7 +804,7 @@ def check_books(tmp_path, spec, change, data):
     _count("compare_table sparkline")
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=BOOK, change=st.sampled_from(BOOK_CHANGES), data=st.data())
 def test_style_and_sparkline_rules_score_as_osworlds(tmp_path, spec, change, data):
     check_books(tmp_path, spec, change, data)
