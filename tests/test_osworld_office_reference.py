@@ -225,22 +225,13 @@ ONE_FILE = [
     ("evaluate_spacing", ()), ("evaluate_alignment", ()), ("contains_page_break", ({},)),
     ("contains_page_break", ({"page_break_count": 1},)), ("compare_font_names", ({"font_name": "Times New Roman"},)),
 ]
-CASES: dict = {}
-
-
-def _count(name: str) -> None:
-    CASES[name] = CASES.get(name, 0) + 1
-
-
 def check_documents(result, gold, ref, change) -> None:
     for name, options in TWO_FILE:
         theirs = theirs_of(getattr(ref, name), result, gold, **options)
         assert_same(getattr(documents, name)(result, gold, **options), theirs, (name, options, change))
-        _count(name)
     for name, args in ONE_FILE:
         theirs = theirs_of(getattr(ref, name), result, *args)
         assert_same(getattr(documents, name)(result, *args), theirs, (name, args, change))
-        _count(name)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -339,7 +330,6 @@ def test_odt_metrics_score_as_osworlds(tmp_path, spec, change, data):
                           ("compare_docx_files", {"ignore_blanks": False})]:
         theirs = theirs_of(getattr(ref, name), result, gold, **options)
         assert_same(getattr(documents, name)(result, gold, **options), theirs, (name, change, spec))
-        _count(f"{name} (odt)")
 
 
 def test_highlighting_is_found_in_an_odt_and_a_gold_that_cannot_be_read_raises(tmp_path):
@@ -395,7 +385,6 @@ def test_settings_metrics_score_as_osworlds(tmp_path, items, broken):
             ("check_presenter_console_disable", ref_slides, slides, ())]:
         theirs = theirs_of(getattr(ref, name), path, *args)
         assert_same(getattr(ours, name)(path, *args), theirs, (name, items, broken))
-        _count(name)
 
 
 TREES = st.lists(st.sampled_from(['<document-frame name="Slides View"/>', '<document-frame name="Outline"/>',
@@ -411,7 +400,6 @@ def test_check_left_panel_scores_as_osworlds(children, broken):
     tree = {"none": tree, "truncated": tree[:30], "missing": None}[broken]
     theirs = theirs_of(reference_apart("metrics.slides").check_left_panel, tree)
     assert_same(slides.check_left_panel(tree), theirs, (children, broken))
-    _count("check_left_panel")
 
 
 # -- decks
@@ -520,11 +508,9 @@ def check_decks(result, gold, change) -> None:
     ref = reference_apart("metrics.slides")
     theirs = theirs_of(ref.check_image_stretch_and_center, result, gold)
     assert_same(slides.check_image_stretch_and_center(result, gold), theirs, ("check_image_stretch_and_center", change))
-    _count("check_image_stretch_and_center")
     for name, args in SLIDE_METRICS:
         theirs = theirs_of(getattr(ref, name), result, *args)
         assert_same(getattr(slides, name)(result, *args), theirs, (name, args, change))
-        _count(name)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -664,7 +650,6 @@ def test_impress_getters_give_what_osworlds_give(tmp_path, case, getter, index):
             assert ours is not None and str(ours).startswith(str(tmp_path / "cua")), (case, ours)
             with open(ours, "rb") as a, open(theirs, "rb") as b:
                 assert a.read() == b.read(), case
-        _count(f"get_{getter}")
     finally:
         stand_in.close()
 
@@ -796,12 +781,10 @@ def check_books(tmp_path, spec, change, data):
     props = data.draw(st.sampled_from(STYLE_PROPS))
     assert_table_same(result, gold, table_ref, [{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0",
                                                  "props": props}], ("style", props, change))
-    _count("compare_table style")
     first, second = data.draw(st.sampled_from([(0, "EI0"), ("RI0", "EI0"), ("RNSheet1", "ENSheet1"), ("RI3", "EI0"),
                                                (0, "EI3")]))
     assert_table_same(result, gold, table_ref, [{"type": "sparkline", "sheet_idx0": first, "sheet_idx1": second}],
                       ("sparkline", first, second, change))
-    _count("compare_table sparkline")
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -884,4 +867,3 @@ def test_compare_conference_city_in_order_scores_as_osworlds(tmp_path, data):
     expected = {"expected": CITIES}
     theirs = theirs_of(reference_apart("metrics.table").compare_conference_city_in_order, result, expected)
     assert_same(compare_conference_city_in_order(result, expected), theirs, (cells, broken))
-    _count("compare_conference_city_in_order")
