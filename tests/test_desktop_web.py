@@ -1,7 +1,7 @@
 """A desktop's way to the web (`cua env-server --backend desktop --allow-host ...`): the host's proxy
 of one desktop on its unix socket lets through the allowed hosts only, by CONNECT and by plain
 http:// requests, and never an address of the host's own networks that the list does not name.
-"The web" is a loopback server; the desktop end to end is in test_desktop_osworld_os.py."""
+"The web" is a loopback server; the desktop end to end is in test_desktop_gnome.py."""
 
 import socket
 
@@ -11,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cua_cli._util.allowlist import HostAllowList
+from cua_cli.envserver.desktop.ports import PublishedPorts
+from cua_cli.envserver.desktop.sockets import SocketFolder
 from cua_cli.envserver.desktop.web import WebProxy
 
 
@@ -26,9 +28,11 @@ def web():
 
 
 def _ask(sockets, request: bytes) -> bytes:
+    folder = SocketFolder(sockets)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)
-        s.connect(str(sockets / "web.sock"))
+        s.connect(folder.path("web.sock"))
+        folder.close()
         s.sendall(request)
         out = b""
         while chunk := s.recv(65536):
@@ -70,6 +74,29 @@ def test_any_public_host_never_lets_through_an_address_of_the_hosts_own_networks
         assert not web.requests
     finally:
         proxy.close()
+
+
+def test_a_desktop_folder_deeper_than_a_socket_path_may_be_still_reaches_its_ports_and_the_web(tmp_path, web):
+    """A unix socket's path holds 108 bytes; a desktop's folder under a long --workdir is deeper."""
+    deep = tmp_path / ("d" * 80) / ("e" * 80)
+    deep.mkdir(parents=True)
+    folder = SocketFolder(deep)
+    guest = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # the desktop's side of its Chrome port
+    guest.bind(folder.path("chromium.sock"))
+    guest.listen(1)
+    published = PublishedPorts("127.0.0.1", deep)
+    proxy = WebProxy(deep, HostAllowList([web.url.removeprefix("http://")]))
+    try:
+        with socket.create_connection(("127.0.0.1", published.ports["chromium"]), timeout=10):
+            conn, _ = guest.accept()  # the host's TCP port led to the socket in the deep folder
+            conn.close()
+        answer = _ask(deep, f"GET {web.url}/deep HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"page /deep for x")
+    finally:
+        published.close()
+        proxy.close()
+        guest.close()
+        folder.close()
 
 
 def test_patterns_match_hosts_ports_and_subdomains():

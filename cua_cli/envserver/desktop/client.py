@@ -6,6 +6,7 @@ import socket
 import threading
 
 from cua_cli.envserver.desktop.guest import wire
+from cua_cli.envserver.desktop.sockets import SocketFolder
 
 
 class ExecutorGone(ConnectionError):
@@ -14,11 +15,9 @@ class ExecutorGone(ConnectionError):
 
 class ExecutorClient:
     def __init__(self, path: str, timeout: float = 180.0):
-        # A socket path may hold 108 bytes; the desktop's folder can sit deep (a test's tmp_path).
-        # Through an fd of its directory, the path is always short.
         directory, name = os.path.split(path)
-        self._dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        self.path = f"/proc/self/fd/{self._dir_fd}/{name}"
+        self._folder = SocketFolder(directory)
+        self.path = self._folder.path(name)
         self.timeout = timeout  # above /execute's own 120 s
         self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -60,6 +59,4 @@ class ExecutorClient:
             idle, self._idle = self._idle, []
         for sock in idle:
             sock.close()
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        self._folder.close()

@@ -10,6 +10,7 @@ import time
 import uuid
 from pathlib import Path
 
+from cua_cli._util.allowlist import HostAllowList
 from cua_cli.envserver.desktop.api import DesktopHandler
 from cua_cli.envserver.desktop.client import ExecutorClient
 from cua_cli.envserver.desktop.httpbase import APIServer
@@ -17,7 +18,6 @@ from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota
 from cua_cli.envserver.desktop.ports import PublishedPorts
 from cua_cli.envserver.desktop.sandbox import Sandbox
 from cua_cli.envserver.desktop.web import WebProxy
-from cua_cli._util.allowlist import HostAllowList
 
 
 class LocalDesktop:

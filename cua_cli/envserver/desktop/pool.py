@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cua_cli._util.allowlist import HostAllowList
 from cua_cli.envserver.desktop.desktop import LocalDesktop
 from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota, host_shortage
-from cua_cli._util.allowlist import HostAllowList
 
 log = logging.getLogger(__name__)
 

@@ -6,20 +6,22 @@ import threading
 from pathlib import Path
 
 from cua_cli.envserver.desktop.guest.ports import PUBLISHED, splice
+from cua_cli.envserver.desktop.sockets import SocketFolder
 
 
 class PublishedPorts:
     def __init__(self, host: str, sockets: Path):
         self.ports: dict[str, int] = {}
         self._listeners = []
+        self._folder = SocketFolder(sockets)
         for name in PUBLISHED:
             listener = socket.create_server((host, 0))
             self.ports[name] = listener.getsockname()[1]
             self._listeners.append(listener)
-            threading.Thread(target=self._serve, args=(listener, sockets / f"{name}.sock"), daemon=True,
+            threading.Thread(target=self._serve, args=(listener, self._folder.path(f"{name}.sock")), daemon=True,
                              name=f"port-{name}").start()
 
-    def _serve(self, listener: socket.socket, path: Path) -> None:
+    def _serve(self, listener: socket.socket, path: str) -> None:
         while True:
             try:
                 conn, _ = listener.accept()
@@ -27,7 +29,7 @@ class PublishedPorts:
                 return
             inside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                inside.connect(str(path))
+                inside.connect(path)
             except OSError:
                 conn.close()
                 inside.close()
@@ -37,3 +39,4 @@ class PublishedPorts:
     def close(self) -> None:
         for listener in self._listeners:
             listener.close()
+        self._folder.close()

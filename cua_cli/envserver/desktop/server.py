@@ -11,12 +11,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from cua_cli._util.allowlist import HostAllowList
 from cua_cli._util.signals import serve_until_stopped
 from cua_cli.envserver.desktop.dart import DartHandler
 from cua_cli.envserver.desktop.httpbase import APIServer
 from cua_cli.envserver.desktop.limits import Cgroups, DesktopQuota, LimitSetupError
 from cua_cli.envserver.desktop.pool import DesktopPool
-from cua_cli._util.allowlist import HostAllowList
 from cua_cli.errors import InputError
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cua_cli._util.allowlist import HostAllowList
 from cua_cli.envserver.desktop.guest.ports import WEB_SOCKET, splice
+from cua_cli.envserver.desktop.sockets import SocketFolder
 
 HEAD_MAX = 64 << 10
 CONNECT_TIMEOUT_S = 15.0
@@ -27,8 +28,12 @@ class WebProxy:
 
     def __init__(self, sockets: Path, access: HostAllowList):
         self.access = access
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(sockets / WEB_SOCKET))
+        folder = SocketFolder(sockets)
+        try:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(folder.path(WEB_SOCKET))
+        finally:
+            folder.close()
         os.chmod(sockets / WEB_SOCKET, 0o666)  # for the desktop's user; its folder keeps everyone else out
         self.listener.listen(64)
         threading.Thread(target=self._serve, daemon=True, name="desktop-web").start()
