@@ -269,6 +269,16 @@ def test_an_office_task_is_supported_with_the_office_extra_and_named_without_it(
     assert unsupported(task) == [f"metric {metric!r} (needs {libraries}: pip install 'cua[office]')"]
 
 
+def test_a_step_or_getter_is_named_with_the_extra_this_host_lacks_for_it(monkeypatch):
+    task = {"config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["http://127.0.0.1/"]}}],
+            "evaluator": {"func": "is_expected_tabs", "result": {"type": "open_tabs_info"},
+                          "expected": {"type": "rule", "rules": {"type": "url", "urls": ["http://127.0.0.1/"]}}}}
+    assert unsupported(task) == []
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None if name == "playwright" else True)
+    assert unsupported(task) == ["step 'chrome_open_tabs' (needs playwright: pip install 'cua[web]')",
+                                 "getter 'open_tabs_info' (needs playwright: pip install 'cua[web]')"]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False),
                                         st.text("abc xyz", max_size=5), st.none()), min_size=2, max_size=2),

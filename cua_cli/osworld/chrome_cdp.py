@@ -20,6 +20,7 @@ from .._util.retry import pause
 from .._util.text import clip
 from ..errors import EnvError
 from .desktop_api import Desktop
+from .registry import Extra
 
 # How OSWorld's getters start Chrome again when it does not answer (the agent may have closed it):
 # the port OSWorld's image starts Chrome on, which the desktop publishes (9222 on OSWorld's VMs is a
@@ -35,6 +36,10 @@ def cdp_url(desktop: Desktop) -> str:
     if not url:
         raise EnvError("the desktop publishes no Chrome debugging port (its source gave no chromium port)")
     return url
+
+
+# what reaching Chrome needs of cua's extras (its steps' and getters')
+EXTRA = Extra("web", {"playwright": "playwright"})
 
 
 def playwright_api():

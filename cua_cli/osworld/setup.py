@@ -334,6 +334,9 @@ def _add_visits(path: Path, visits: list, clear: bool) -> None:
         db.close()
 
 
+# the steps that need one of cua's extras
+EXTRAS = {"chrome_open_tabs": chrome_cdp.EXTRA, "chrome_close_tabs": chrome_cdp.EXTRA}
+
 STEPS: dict[str, Callable[[SetupContext, Budget, dict], None]] = {
     "execute": _execute,
     "command": _execute,

@@ -12,6 +12,7 @@ from typing import Optional
 
 from . import getters, metrics
 from .registry import Extra, install_hint
+from .setup import EXTRAS as STEP_EXTRAS
 from .setup import STEPS
 
 CREDENTIALS = {"step": ("googledrive", "login"), "getter": ("googledrive_file",)}
@@ -45,6 +46,8 @@ def unsupported(task: dict, libraries: bool = True) -> list[str]:
     for step in steps + as_list(evaluator.get("postconfig")):
         if isinstance(step, dict) and step.get("type") not in STEPS:
             note("step", step.get("type"), _credentials("step", step.get("type")))
+        elif isinstance(step, dict) and libraries and _lacks(STEP_EXTRAS.get(step.get("type"))):
+            note("step", step["type"], _lacks(STEP_EXTRAS[step["type"]]))
     func = evaluator.get("func")
     if func == "infeasible":
         return missing
