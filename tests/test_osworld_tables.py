@@ -21,9 +21,9 @@ from cua_cli.osworld.desktop_api import ApiSettings, DesktopAPI
 from cua_cli.osworld.evaluator import evaluate
 from cua_cli.osworld.local_files import Downloads, episode_folder
 from cua_cli.osworld.metrics import METRICS
+from cua_cli.osworld.metrics.tables import compare_table, read_cell_value
 from cua_cli.osworld.setup import SetupContext
 from cua_cli.osworld.support import unsupported
-from cua_cli.osworld.metrics.tables import compare_table, read_cell_value
 
 
 def book(path: Path, sheets: dict, styles=None, freeze=None, zoom=None) -> str:
