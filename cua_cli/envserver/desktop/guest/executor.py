@@ -376,8 +376,10 @@ LIBREOFFICE_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-# VLC's, likewise: no first-run question about network access in front of the player.
-VLC_SETTINGS = "[qt]\nqt-privacy-ask=0\n"
+# VLC's, likewise: no first-run question about network access in front of the player, and its web
+# interface on (port 8080, password "password", as OSWorld's setup guide has the image's VLC): a
+# task's plain `vlc` launch serves the status.xml that vlc_playing_info reads.
+VLC_SETTINGS = "[qt]\nqt-privacy-ask=0\n[core]\nextraintf=http\n[lua]\nhttp-password=password\n"
 
 
 def seed_home() -> None:
