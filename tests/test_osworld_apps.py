@@ -12,6 +12,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from helpers.examples import examples
 from helpers.osworld_reference import reference_apart
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -142,7 +143,7 @@ def edit_vlcrc(text: str, edits, noise, crlf: bool, broken: bool) -> bytes:
 
 
 @pytest.mark.slow
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edits=EDITS, noise=NOISE, crlf=st.booleans(), broken=st.sampled_from([False] * 9 + [True]))
 def test_vlc_settings_metrics_score_as_osworlds(vlcrc, edits, noise, crlf, broken):
     ref = reference_apart("metrics.vlc", MEDIA)
@@ -208,7 +209,7 @@ def status_xml(state, meta: dict, stream: dict) -> bytes:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(state=st.sampled_from(["playing", "paused", "stopped", "", None]),
        meta=st.dictionaries(st.sampled_from(META_FIELDS), SHOWN, max_size=4),
        stream=st.dictionaries(st.sampled_from(["Codec", "Type", "Language"]), SHOWN, max_size=2),
@@ -253,7 +254,7 @@ GIMP_RULES = [{"type:": "key-value", "key": "theme", "value": '"Light"'},
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(lines=st.lists(GIMP_LINES, max_size=8), newline=st.sampled_from(["\n", "\r\n", "\r"]),
        end=st.booleans(), broken=st.sampled_from([False] * 9 + [True]))
 def test_gimp_check_config_status_scores_as_osworlds(lines, newline, end, broken):
@@ -300,7 +301,7 @@ def pref_line(key: str, value: str, style: int) -> str:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(prefs=st.lists(st.tuples(st.sampled_from(PREF_KEYS), PREF_VALUES, st.sampled_from([0] * 6 + [1, 2, 3, 4])),
                       max_size=8),
        newline=st.sampled_from(["\n", "\r\n"]), broken=st.sampled_from([False] * 9 + [True]))
@@ -336,7 +337,7 @@ def filter_file(filters: list) -> str:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(filters=st.lists(st.tuples(st.sampled_from(["Promo", "Fwd"]), st.sampled_from(["yes", "no"]),
                                   st.sampled_from(["Forward", "Move to folder"]),
                                   st.sampled_from(["anonym-x2024@gmail.com",
@@ -368,7 +369,7 @@ MAIL_PARTS = st.sampled_from(["From - Mon Jan 29 10:00:00 2024\nX-Mozilla-Status
                               "FROM - ", "FROM - x\n", "X-Mozilla-Status: 0008\n", "\n", "  ", "From - \n", "é"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(result=st.lists(MAIL_PARTS, max_size=5), gold=st.lists(MAIL_PARTS, max_size=5),
        options=st.fixed_dictionaries({}, optional={"remove_deleted": st.booleans(), "remove_duplicate": st.booleans(),
                                                    "ignore_status": st.booleans(), "ignore_keys": st.booleans()}),
@@ -400,7 +401,7 @@ NUMBERS = st.sampled_from(["25.3", "25.30", "25.30001", "25.3001", "1e3", "1000"
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(src=NUMBERS, tgt=NUMBERS, broken=st.sampled_from([False] * 9 + [True]))
 def test_compare_result_files_scores_as_osworlds(src, tgt, broken):
     ref = reference_apart("metrics.vscode", ("PyPDF2",))
@@ -419,7 +420,7 @@ HTML_PARTS = st.sampled_from([
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(parts=st.lists(HTML_PARTS, max_size=10))
 def test_check_html_background_image_scores_as_osworlds(parts):
     ref = reference_apart("metrics.vscode", ("PyPDF2",))

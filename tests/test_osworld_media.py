@@ -22,6 +22,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers.examples import examples
 from helpers.osworld_reference import reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -65,13 +66,11 @@ def _report_cases():
     print("OSWorld's outcomes:", dict(sorted(OUTCOMES.items())))
 
 
-def properties(quick: int, deep: int, **strategies):
-    """A property as two tests: `quick` generated examples in the default run, and `<name>_deep`, a
-    slow test of `deep` examples."""
+def properties(quick: int, **strategies):
+    """A property test of `quick` generated examples in the suite's run (`--hypothesis-profile=deep`
+    runs many more)."""
     def tests(body):
-        deep_test = pytest.mark.slow(settings(max_examples=deep, **SETTINGS)(given(**strategies)(body)))
-        globals()[f"{body.__name__}_deep"] = deep_test
-        return settings(max_examples=quick, **SETTINGS)(given(**strategies)(body))
+        return settings(max_examples=examples(quick), **SETTINGS)(given(**strategies)(body))
     return tests
 
 
@@ -195,7 +194,7 @@ IMAGE_PAIRS = st.fixed_dictionaries({
 })
 
 
-@properties(40, 400, case=IMAGE_PAIRS)
+@properties(40, case=IMAGE_PAIRS)
 def test_image_pairs_scored_as_osworld_scores_them(tmp_path, case):
     tmp_path = fresh(tmp_path)
     gimp, vlc = osworld("gimp"), osworld("vlc")
@@ -215,7 +214,7 @@ SINGLE_RULES = [{"height": 512}, {"height": 128, "width": 128}, {"height": 20, "
                 {"height": 20, "width": 30, "ignore_transparent": True}, "exact", "exact content"]
 
 
-@properties(40, 300, case=IMAGE_PAIRS, rule=st.sampled_from(SINGLE_RULES), transparent=st.booleans(),
+@properties(40, case=IMAGE_PAIRS, rule=st.sampled_from(SINGLE_RULES), transparent=st.booleans(),
             scale=st.sampled_from([1, 3, 6]), drawing=st.sampled_from(["picture", "triangle", "text box"]),
             shift=st.sampled_from([0.0, 0.01, 0.04, 0.1, 0.3]))
 def test_single_images_scored_as_osworld_scores_them(tmp_path, case, rule, transparent, scale, drawing, shift):
@@ -381,7 +380,7 @@ def _changed(pages, pictures, change: str, seed: int):
     return pages, pictures
 
 
-@properties(15, 150, pages=DOCUMENTS, pictures=st.lists(st.integers(0, 50), max_size=3), change=CHANGES,
+@properties(15, pages=DOCUMENTS, pictures=st.lists(st.integers(0, 50), max_size=3), change=CHANGES,
             broken=st.sampled_from(["empty", "text", "truncated"]), seed=st.integers(0, 100),
             relation=st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"]), ref=st.integers(0, 4))
 def test_pdfs_scored_as_osworld_scores_them(tmp_path, pages, pictures, change, broken, seed, relation, ref):
@@ -438,7 +437,7 @@ def _inside(folder: Path):
         os.chdir(before)
 
 
-@properties(15, 100, pages=DOCUMENTS,
+@properties(15, pages=DOCUMENTS,
             names=st.lists(st.sampled_from(["a", "b", "c d"]), min_size=1, max_size=3, unique=True),
             change=CHANGES, seed=st.integers(0, 100), text_change=st.booleans(),
             where=st.sampled_from(["", "lecture_slides"]), tarball=st.booleans())
@@ -511,7 +510,7 @@ PAGES = st.dictionaries(st.sampled_from(["ch1.html", "ch2.html", "ch3.html", "OE
                         max_size=3)
 
 
-@properties(50, 300, pages=PAGES, toc=st.lists(st.sampled_from(["<a/>", "<b/>", "<navPoint/>"]), max_size=3),
+@properties(50, pages=PAGES, toc=st.lists(st.sampled_from(["<a/>", "<b/>", "<navPoint/>"]), max_size=3),
             change=st.sampled_from(["same", "page", "drop", "toc", "broken", "latin1", "empty-page"]),
             seed=st.integers(0, 10))
 def test_epubs_scored_as_osworld_scores_them(tmp_path, pages, toc, change, seed):
@@ -550,7 +549,7 @@ def mp3(tmp_path_factory) -> Path:
 NAMES = ["Missing You", "Cheng Xiang", "Han Baoyi", "Tears of Dancing Girl", ""]
 
 
-@properties(60, 300,
+@properties(60,
             title=st.one_of(st.none(), st.sampled_from(NAMES), st.lists(st.sampled_from(NAMES[:3]), min_size=2,
                                                                          max_size=2)),
             artist=st.one_of(st.none(), st.sampled_from(NAMES)), want_title=st.sampled_from(NAMES),
@@ -576,7 +575,7 @@ def test_mp3_tags_scored_as_osworld_scores_them(tmp_path, mp3, title, artist, wa
 ANSWERS = ["深圳市福田区益田路5055号", "深圳市福田区福华三路111号", "北京市海淀区中关村大街1号"]
 
 
-@properties(15, 100, words=st.lists(st.sampled_from(ANSWERS + ["深圳市福田区", "上海", "Shenzhen"]), min_size=2,
+@properties(15, words=st.lists(st.sampled_from(ANSWERS + ["深圳市福田区", "上海", "Shenzhen"]), min_size=2,
                                     max_size=4),
             paragraphs=st.booleans(), broken=st.sampled_from(["", "", "", "text"]))
 def test_fuzzy_place_math_scored_as_osworld_scores_it(tmp_path, words, paragraphs, broken):
@@ -607,7 +606,7 @@ def _tone(path: Path, notes: list, rate: int = 22050, noise: float = 0.0, seed: 
     return str(path)
 
 
-@properties(5, 60, notes=st.lists(st.sampled_from([220, 330, 440, 550, 660]), min_size=1, max_size=6),
+@properties(5, notes=st.lists(st.sampled_from([220, 330, 440, 550, 660]), min_size=1, max_size=6),
             change=st.sampled_from(["same", "noise", "other", "shorter", "rate", "broken", "empty"]),
             noise=st.sampled_from([0.01, 0.1, 0.3]), seed=st.integers(0, 100))
 def test_audio_scored_as_osworld_scores_it(tmp_path, notes, change, noise, seed):
@@ -788,7 +787,7 @@ def test_archives_of_other_file_types_scored_as_osworld_scores_them(tmp_path, fi
         assert (score == 1.0) == (not changes), (file_type, changes, score)
 
 
-@properties(20, 150, pages=DOCUMENTS, change=CHANGES, seed=st.integers(0, 100),
+@properties(20, pages=DOCUMENTS, change=CHANGES, seed=st.integers(0, 100),
             wanted=st.dictionaries(st.sampled_from(["name", "total", "date"]), st.sampled_from(WORDS + ["alpha beta"]),
                                    max_size=3))
 def test_gold_text_in_pdfs_found_as_osworld_finds_it(tmp_path, pages, change, seed, wanted):
@@ -834,7 +833,7 @@ def golds(tmp_path_factory, mp3) -> dict:
             "mp3": str(mp3)}
 
 
-@properties(15, 300, header=st.sampled_from(HEADERS), body=st.binary(max_size=600), cut=st.integers(0, 2000))
+@properties(15, header=st.sampled_from(HEADERS), body=st.binary(max_size=600), cut=st.integers(0, 2000))
 def test_hostile_files_of_the_agent_score_as_in_osworld_and_never_raise(tmp_path, golds, header, body, cut):
     """Whatever bytes the agent leaves (a valid header and garbage, or a valid file cut short), cua
     scores them without raising, as OSWorld does or 0 where OSWorld crashes."""

@@ -14,6 +14,7 @@ import pytest
 from docx import Document
 from docx.enum.text import WD_BREAK, WD_PARAGRAPH_ALIGNMENT, WD_TAB_ALIGNMENT
 from docx.shared import Pt, RGBColor
+from helpers.examples import examples
 from helpers.osworld_reference import reference_apart
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -243,7 +244,7 @@ def test_document_metrics_score_as_osworlds(tmp_path, template, spec, change, da
 
 
 @pytest.mark.slow  # a long property search over real files
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=DOC, change=st.sampled_from(DOC_CHANGES), data=st.data())
 def test_document_metrics_score_as_osworlds_long(tmp_path, template, spec, change, data):
     ref = docs_ref()
@@ -521,7 +522,7 @@ def test_deck_metrics_score_as_osworlds(tmp_path, spec, change, data):
 
 
 @pytest.mark.slow  # a long property search over real files
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=DECK, change=st.sampled_from(DECK_CHANGES), data=st.data())
 def test_deck_metrics_score_as_osworlds_long(tmp_path, spec, change, data):
     gold = write_deck(tmp_path / "gold.pptx", spec)
@@ -794,7 +795,7 @@ def test_style_and_sparkline_rules_score_as_osworlds(tmp_path, spec, change, dat
 
 
 @pytest.mark.slow  # a long property search over real files
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=BOOK, change=st.sampled_from(BOOK_CHANGES), data=st.data())
 def test_style_and_sparkline_rules_score_as_osworlds_long(tmp_path, spec, change, data):
     check_books(tmp_path, spec, change, data)
