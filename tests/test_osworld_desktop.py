@@ -195,8 +195,8 @@ def test_a_failing_step_names_index_and_type(ctx, vm):
         run_steps([{"type": "launch", "parameters": {"command": "xterm"}}], ctx, budget())
     with pytest.raises(BadTask, match=r"config\[0\] \(execute\): parameter 'command' is missing"):
         run_steps([{"type": "execute", "parameters": {}}], ctx, budget())
-    with pytest.raises(BadTask, match=r"config\[0\] \(chrome_open_tabs\): cua does not implement"):
-        run_steps([{"type": "chrome_open_tabs", "parameters": {}}], ctx, budget())
+    with pytest.raises(BadTask, match=r"config\[0\] \(googledrive\): cua does not implement"):
+        run_steps([{"type": "googledrive", "parameters": {}}], ctx, budget())
 
 
 def test_until_reruns_within_a_limit(ctx, vm):
@@ -303,6 +303,6 @@ def test_a_failing_desktop_while_scoring_is_an_eval_error(ctx, vm):
 
 
 def test_an_unsupported_getter_is_refused(ctx):
-    ev = {"func": "exact_match", "result": {"type": "active_tab_info"}, "expected": rule("")}
-    with pytest.raises(BadTask, match="uses getter 'active_tab_info'"):
+    ev = {"func": "exact_match", "result": {"type": "googledrive_file"}, "expected": rule("")}
+    with pytest.raises(BadTask, match="uses getter 'googledrive_file'"):
         evaluate(ev, "DONE", ctx, budget())

@@ -33,6 +33,7 @@ import zipfile
 from pathlib import Path
 
 from ..registry import Extra
+from . import documents, general, images, pdf, slides, tables
 from .pdf import ratio
 from .values import match_value
 
@@ -216,18 +217,14 @@ def _unpack(archive, folder: Path) -> None:
     shutil.unpack_archive(name, folder, filter="data")
 
 
-_FILE_METRICS = {"text": "compare_text_file", "pdf": "compare_pdfs", "docx": "compare_docx_files",
-                 "ppt": "compare_pptx_files", "image": "compare_images", "csv": "compare_csv", "table": "compare_table",
-                 "audio": "compare_audios", "video": "compare_videos"}
-
-
 def _file_metric(file_type: str):
     """cua's metric for OSWorld's `file_type` of compare_archive (its own metric of that name)."""
-    from . import METRICS
-
-    if file_type not in _FILE_METRICS:
-        raise ValueError(f"compare_archive: file_type {file_type!r} is none of {sorted(_FILE_METRICS)}")
-    return METRICS[_FILE_METRICS[file_type]]
+    metrics = {"text": general.compare_text_file, "pdf": pdf.compare_pdfs, "docx": documents.compare_docx_files,
+               "ppt": slides.compare_pptx_files, "image": images.compare_images, "csv": general.compare_csv,
+               "table": tables.compare_table, "audio": compare_audios, "video": compare_videos}
+    if file_type not in metrics:
+        raise ValueError(f"compare_archive: file_type {file_type!r} is none of {sorted(metrics)}")
+    return metrics[file_type]
 
 
 def compare_archive(result, expected=None, **options) -> float:
