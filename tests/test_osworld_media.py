@@ -6,16 +6,13 @@ score must be OSWorld's; where OSWorld's code crashes on the agent's file, cua's
 
 import collections
 import contextlib
-import importlib.util
 import io
 import json
 import logging
 import os
 import subprocess
-import sys
 import tarfile
 import tempfile
-import types
 import zipfile
 from pathlib import Path
 from unittest import mock
@@ -23,7 +20,7 @@ from unittest import mock
 import numpy as np
 import pytest
 from helpers.examples import examples
-from helpers.osworld_reference import reference
+from helpers.osworld_reference import reference_apart
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageEnhance
@@ -35,28 +32,10 @@ OUTCOMES: collections.Counter = collections.Counter()  # (metric, OSWorld's outc
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-_STUBS: set = set()
-
-
-def _stub(name: str, **attributes) -> None:
-    """An empty stand-in for a module OSWorld's metric modules import at the top but the metrics
-    compared here never call (AcoustID, borb, pdfplumber), where it is not installed."""
-    root = name.split(".")[0]
-    if name in sys.modules or (root not in _STUBS and importlib.util.find_spec(root) is not None):
-        return
-    _STUBS.add(root)
-    if True:
-        module = types.ModuleType(name)
-        module.__dict__.update(attributes)
-        sys.modules[name] = module
-
-
 def osworld(module: str):
-    _stub("acoustid")
-    _stub("borb")
-    _stub("borb.pdf", Document=object, PDF=object)
-    _stub("pdfplumber")
-    return reference(module)
+    """OSWorld's metric module, with stand-ins for what it imports at the top but the metrics compared
+    here never call (AcoustID, borb, pdfplumber) where this host lacks them, seen by no other test."""
+    return reference_apart(f"metrics.{module}", ("acoustid", "borb", "borb.pdf", "pdfplumber"))
 
 
 @pytest.fixture(scope="module", autouse=True)
