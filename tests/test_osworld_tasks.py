@@ -160,15 +160,17 @@ def test_an_id_shared_by_domains_is_qualified(tmp_path):
 
 
 def test_unsupported_names_each_part_once(tmp_path):
-    task = example(config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}},
+    task = example(config=[{"type": "open_the_pod_bay_doors", "parameters": {}},
                            {"type": "execute", "parameters": {"command": "true"}},
                            {"type": "googledrive", "parameters": {}}],
-                   evaluator={"postconfig": [{"type": "chrome_open_tabs", "parameters": {}}],
-                              "func": ["compare_pdfs", "exact_match", "compare_pdfs"],
-                              "result": [{"type": "vm_file"}, {"type": "active_tab_info"}, {"type": "vm_file"}],
+                   evaluator={"postconfig": [{"type": "open_the_pod_bay_doors", "parameters": {}}],
+                              "func": ["compare_telepathy", "exact_match", "compare_telepathy"],
+                              "result": [{"type": "vm_file"}, {"type": "googledrive_file"}, {"type": "vm_file"}],
                               "expected": [{"type": "cloud_file"}, {"type": "rule"}, {}]})
-    assert unsupported(task) == ["step 'chrome_open_tabs'", "step 'googledrive'", "metric 'compare_pdfs'",
-                                 "getter 'active_tab_info'"]
+    assert unsupported(task) == ["step 'open_the_pod_bay_doors'",
+                                 "step 'googledrive' (needs credentials: a Google account)",
+                                 "metric 'compare_telepathy'",
+                                 "getter 'googledrive_file' (needs credentials: a Google account)"]
     assert unsupported(example(evaluator={"func": "infeasible"})) == []
     assert unsupported(example(evaluator={"func": ["infeasible"], "result": [{"type": "rule"}]})) == [
         "metric 'infeasible'"]
