@@ -254,7 +254,7 @@ def test_images_score_as_osworlds(shared_reader, osworld_ocr, tmp_path):
     """PNGs, JPEGs (EasyOCR reads the file: the decoder is the same), X11 dumps (converted by
     OSWorld's raw reading, colour map and all), and what the agent could have left instead."""
     total = 0
-    for seed in range(2, 5):
+    for seed in (2,):
         for suffix, fmt in ((".png", "PNG"), (".jpg", "JPEG")):
             cases, hits, text = compare(shared_reader, osworld_ocr, picture(tmp_path / f"s{seed}{suffix}", seed,
                                                                             fmt=fmt))
@@ -280,4 +280,4 @@ def test_images_score_as_osworlds(shared_reader, osworld_ocr, tmp_path):
     os.mkdir(tmp_path / "folder.png")
     assert ocr.compare_image_text(str(tmp_path / "folder.png"), {"type": "text", "text": ""}) == 0
     assert osworld_ocr(str(tmp_path / "folder.png"), {"type": "text", "text": ""}) == 0
-    assert total >= 30
+    assert total >= 15
