@@ -1,12 +1,17 @@
 """OSWorld's evaluator metrics, rewritten for cua: one module per family of apps, as OSWorld groups
 them, each with its `METRICS` by name and the `EXTRA` its libraries come from (None: cua's own).
 
-    general    text, lists, JSON, CSV, config files, the os domain
-    tables     compare_table (spreadsheets)
-    slides     compare_pptx_files (slide decks)
-    documents  the docx metrics
-    values     value matching shared by the families
-    ooxml      guarded reading of Office zip files
+    general        text, lists, JSON, CSV, config files, the os domain
+    tables         compare_table and the other spreadsheet checks
+    slides         compare_pptx_files and the other deck checks, LibreOffice Impress's settings
+    documents      the docx and odt checks
+    pdf, images    PDFs; pictures (GIMP's tasks, compare_images)
+    media          audio, video, e-books, archives
+    ocr            compare_image_text (EasyOCR)
+    chrome         tabs, URLs, bookmarks, history, cookies, pages
+    accessibility  check_accessibility_tree
+    vlc, gimp, vscode, thunderbird   the apps' settings and state
+    values, textfiles, ooxml         shared by the families: value matching, reading text and Office files
 
 A metric is `metric(result, expected, **options)` (or without `expected` when its getter gave
 none) -> a number in [0, 1], as OSWorld calls it. What a task uses beyond these is refused

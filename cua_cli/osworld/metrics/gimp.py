@@ -6,25 +6,13 @@ The files come from the desktop: one the agent broke scores 0 where OSWorld's me
 
 from typing import Optional
 
-MAX_FILE_BYTES = 64 << 20
+from .textfiles import text_lines, utf8_text
 
 
 def _lines(path) -> Optional[list[str]]:
-    """The file's lines as OSWorld's text-mode readlines gives them (UTF-8, universal newlines, each
-    with its "\\n"); None when there is no file or it is not UTF-8."""
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            return None
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    pieces = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    lines = [p + "\n" for p in pieces[:-1]]
-    return lines + [pieces[-1]] if pieces[-1] else lines
+    """The file's lines as OSWorld's readlines gives them; None when OSWorld could not read it."""
+    text = utf8_text(path)
+    return None if text is None else text_lines(text)
 
 
 def check_config_status(actual_config_path, rule=None) -> float:

@@ -10,35 +10,12 @@ import operator
 import re
 from typing import Optional
 
+from .textfiles import text_lines, utf8_text
 from .values import match_value
-
-MAX_FILE_BYTES = 64 << 20
 
 
 class _Broken(Exception):
     """Where OSWorld's metric would crash on the agent's file: the score is 0."""
-
-
-def _text(path) -> Optional[str]:
-    """The file's text as OSWorld's text-mode reading gives it (UTF-8, universal newlines); None
-    when there is no file or it is not UTF-8."""
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            return None
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _lines(text: str) -> list[str]:
-    """Lines as iterating a text file gives them: each with its "\\n" but a last one without."""
-    pieces = text.split("\n")
-    lines = [p + "\n" for p in pieces[:-1]]
-    return lines + [pieces[-1]] if pieces[-1] else lines
 
 
 # -- prefs.js
@@ -70,13 +47,13 @@ def check_thunderbird_prefs(result, rule=None) -> float:
     if not isinstance(rule, dict):
         raise ValueError("check_thunderbird_prefs: the rule must be {'expect': ..., 'unexpect': ...}")
     expect, unexpect = rule.get("expect", {}), rule.get("unexpect", {})
-    text = _text(result)
+    text = utf8_text(result)
     if text is None:
         return 0.0
     found = {key: False for key in expect}
     clean = True
     try:
-        for line in _lines(text):
+        for line in text_lines(text):
             match = _PREF.match(line.strip())
             if match is None:
                 continue
@@ -114,7 +91,7 @@ def _filters(text: str) -> list[dict]:
     A field before any name is a crash of OSWorld's."""
     filters: list[dict] = []
     current: Optional[dict] = None
-    for line in _lines(text):
+    for line in text_lines(text):
         if line.startswith("name="):
             current = {"name": _unquote(line[6:-2])}
             continue
@@ -143,7 +120,7 @@ def check_thunderbird_filter(result, rules=None) -> float:
     if not isinstance(rules, dict) or not all(isinstance(p, dict) for k in ("expect", "unexpect")
                                               for p in rules.get(k, [])):
         raise ValueError("check_thunderbird_filter: the rules must be {'expect': [{...}], 'unexpect': [{...}]}")
-    text = _text(result)
+    text = utf8_text(result)
     if text is None:
         return 0.0
     try:
@@ -184,10 +161,10 @@ def check_thunderbird_folder(result, reference=None, **options) -> float:
     for pred, gold in zip(result, reference):
         if pred is None:
             return 0.0
-        ours = _text(pred)
+        ours = utf8_text(pred)
         if ours is None:
             return 0.0
-        theirs = _text(gold)
+        theirs = utf8_text(gold)
         if theirs is None:
             raise ValueError(f"check_thunderbird_folder: the reference {gold!r} is missing or not UTF-8")
         if _folder_digest(ours, options) != _folder_digest(theirs, options):

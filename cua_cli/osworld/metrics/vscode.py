@@ -16,26 +16,9 @@ import posixpath
 import uuid
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Optional
 
 from ...errors import EnvError
-
-MAX_FILE_BYTES = 64 << 20
-
-
-def _text(path) -> Optional[str]:
-    """A file's text as OSWorld's text-mode reading gives it (UTF-8, universal newlines); None when
-    there is no file or it is not UTF-8 (OSWorld crashes on both)."""
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            return None
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except (OSError, UnicodeDecodeError):
-        return None
+from .textfiles import utf8_text
 
 
 def compare_result_files(src_path, tgt_path=None) -> float:
@@ -45,10 +28,10 @@ def compare_result_files(src_path, tgt_path=None) -> float:
     (OSWorld also falls back to that when the result is no number: "25.30001x" is not 25.3)."""
     if not src_path or not tgt_path:
         return 0.0
-    src = _text(src_path)
+    src = utf8_text(src_path)
     if src is None:
         return 0.0
-    tgt = _text(tgt_path)
+    tgt = utf8_text(tgt_path)
     if tgt is None:
         raise ValueError(f"compare_result_files: the gold file {tgt_path!r} is missing or not UTF-8")
     src, tgt = src.strip(), tgt.strip()
@@ -95,7 +78,7 @@ def check_html_background_image(src_path, rule=None) -> float:
         return 0.0
     if not isinstance(rule, dict) or not isinstance(rule.get("value"), str):
         raise ValueError("check_html_background_image: the rule needs a text 'value'")
-    html = _text(src_path)
+    html = utf8_text(src_path)
     if html is None:
         return 0.0
     parser = _Styles()
