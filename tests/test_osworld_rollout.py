@@ -242,7 +242,7 @@ def test_infrastructure_failures_end_their_pairs_as_errors_never_as_agent_failur
                 "expected": {"type": "rule", "rules": {"expected": "ready\n"}}}
     _task_file(tasks, "err-frozen", ready, is_ready)
     _task_file(tasks, "err-eval-raises", ready, {**is_ready, "expected": {"type": "rule", "rules": {"wrong_key": 1}}})
-    _task_file(tasks, "err-unsupported-getter", ready, {**is_ready, "result": {"type": "active_tab_info"}})
+    _task_file(tasks, "err-unsupported-getter", ready, {**is_ready, "result": {"type": "googledrive_file"}})
     gone = f"http://127.0.0.1:{free_port()}/notes.txt"  # nothing listens there
     _task_file(tasks, "err-download", [{"type": "download", "parameters": {
         "files": [{"url": gone, "path": "~/Desktop/notes.txt"}]}}], is_ready)
@@ -288,7 +288,7 @@ runner: {{num_envs: 2, max_steps: 8, step_timeout_s: 10, episode_timeout_s: 120,
     # The unsupported task: refused at the start, never scheduled or scored, and counted apart.
     unsupported = [json.loads(x) for x in (run / "unsupported.jsonl").read_text().splitlines()]
     assert unsupported == [{"task_id": "err-unsupported-getter", "domain": "os",
-                            "missing": ["getter 'active_tab_info'"]}]
+                            "missing": ["getter 'googledrive_file' (needs credentials: a Google account)"]}]
     assert "err-unsupported-getter" not in (run / "scheduled.jsonl").read_text()
     assert "1 of 4 tasks use what cua or these desktops lack" in (tmp_path / "stderr").read_text()
     stats = run_cua("stats", str(run), "--format", "json")
