@@ -2,22 +2,15 @@
 `chromium`, headless), and OSWorld's own Chrome getters (desktop-env 1.0.2's getters/chrome.py)
 to compare cua's against, given a tiny stand-in of its DesktopEnv pointing at the same Chromium."""
 
-import importlib
-import importlib.metadata
-import importlib.util
-import logging
 import shutil
 import subprocess
-import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 
+from helpers.osworld_reference import reference_apart
 from helpers.processes import kill_group
-
-GETTER_PACKAGES = ("desktop_env", "desktop_env.evaluators", "desktop_env.evaluators.getters")
 
 
 class Chromium:
@@ -53,28 +46,9 @@ class Chromium:
 
 
 def osworld_chrome_getters():
-    """OSWorld's `desktop_env.evaluators.getters.chrome`, loaded on its own under empty stand-ins of
-    its parent packages (their __init__ files import every app's client). Its Google Drive imports
-    (pydrive, not installed: no getter compared here uses it) get empty stand-ins when missing."""
-    try:
-        dist = importlib.metadata.distribution("desktop-env")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("OSWorld's evaluator code (desktop-env) is not installed: run scripts/setup_env.sh")
-    for name in GETTER_PACKAGES:
-        if name not in sys.modules:
-            package = types.ModuleType(name)
-            package.__path__ = [str(dist.locate_file(name.replace(".", "/")))]
-            sys.modules[name] = package
-    if importlib.util.find_spec("pydrive") is None and "pydrive" not in sys.modules:
-        stand_ins = {"pydrive": {}, "pydrive.auth": {"GoogleAuth": object},
-                     "pydrive.drive": {"GoogleDrive": object, "GoogleDriveFileList": object,
-                                       "GoogleDriveFile": object}}
-        for name, attrs in stand_ins.items():
-            module = types.ModuleType(name)
-            module.__dict__.update(attrs)
-            sys.modules[name] = module
-    logging.getLogger("desktopenv").setLevel(logging.CRITICAL)
-    return importlib.import_module("desktop_env.evaluators.getters.chrome")
+    """OSWorld's `desktop_env.evaluators.getters.chrome`, with stand-ins for its Google Drive imports
+    (pydrive, which no getter compared here uses) while it loads, where this host lacks them."""
+    return reference_apart("getters.chrome", ("pydrive.auth", "pydrive.drive"))
 
 
 class OSWorldEnv:
