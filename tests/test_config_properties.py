@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from cua_cli._util.allowlist import HostAllowList
 from cua_cli.config import Config, FleetConfig, load_config, load_fleet_config, vllm_flags
 from cua_cli.errors import ConfigError
 
@@ -212,7 +213,20 @@ def _fix_provider(doc):
     env = doc.get("env", {})
     if env.get("osworld", {}).get("desktops") and env.get("url", "local") != "local":
         env["osworld"]["desktops"] = []  # a list of desktops, or an env server: not both
+    osworld = env.get("osworld", {})
+    if "allow_hosts" in osworld:  # only host[:port] patterns, and network allow names at least one
+        osworld["allow_hosts"] = [h for h in osworld["allow_hosts"] if _is_host_pattern(h)]
+    if osworld.get("network") == "allow" and not osworld.get("allow_hosts"):
+        osworld["allow_hosts"] = ["*.wikipedia.org", "127.0.0.1:8000"]
     return doc
+
+
+def _is_host_pattern(text: str) -> bool:
+    try:
+        HostAllowList([text])
+        return True
+    except ValueError:
+        return False
 
 
 valid_configs = st.deferred(lambda: _documents(Config).map(_fix_provider))
