@@ -156,7 +156,7 @@ def _recorded_calls(run: Path) -> list[_Call]:
     """The model calls with recorded tokens of every final attempt, in (task, sample, step, try) order."""
     calls = []
     root = run_root(run)
-    reader = RunReader(root).refresh(warn=True)
+    reader = RunReader(root, strict=True).refresh(warn=True)
     for pair, rec in sorted(reader.final.items()):
         folder = trajectory_dir(root, rec, reader.where(pair))  # a run folder is data: read only inside it
         if folder is None:

@@ -102,8 +102,13 @@ def run_cua(*args) -> subprocess.CompletedProcess:
 
 REPLAY = """
 import json, sys
+from cua_cli.errors import CuaError
 from cua_cli.models.replay import Replay
-session = Replay(sys.argv[1]).session("t", 0)
+try:
+    session = Replay(sys.argv[1]).session("t", 0)
+except CuaError as e:  # as the CLI reports it when a rollout's config names the run
+    print(f"Error: {e}", file=sys.stderr)
+    sys.exit(e.exit_code)
 print(json.dumps(session.calls))
 """
 
@@ -208,8 +213,9 @@ def test_a_run_file_that_is_no_regular_file_is_refused(tmp_path, kind, file, nam
     run = make_run(tmp_path)
     replace(kind, run / file, run.parent / "outside" / file)
     r, files = command(name, run, tmp_path)
-    where = f"{run / file}:1: " if file.endswith(".jsonl") else f"{run / file}: "
-    assert_confined(r, files, f"{where}the file {WHY[kind]}; not read")
+    assert_confined(r, files, f"{run / file}: the file {WHY[kind]}; not read")
+    if file.endswith(".jsonl"):  # a run whose records cannot be read is refused, not read as a run without any
+        assert r.returncode == 2 and not files and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_sft_image_paths_never_point_out_of_the_run(tmp_path):

@@ -196,6 +196,10 @@ GOOD_EPISODE = {"task_id": "t", "domain": "d", "sample": 0, "attempt": 0, "outco
        step_lines=st.lists(hostile_line(STEP_KEYS, GOOD_STEP), max_size=4), torn=st.booleans())
 @example(episode_lines=[json.dumps(GOOD_EPISODE).encode()],  # a huge integer has no float to print
          step_lines=[json.dumps({**GOOD_STEP, "timings": {"env_s": 10 ** 400}}).encode()], torn=False)
+@example(episode_lines=[json.dumps(GOOD_EPISODE).encode()],  # fields that are lists or objects, as something else
+         step_lines=[json.dumps({**GOOD_STEP, "failed_tries": 3}).encode(),
+                     json.dumps({**GOOD_STEP, "step": 1, "failed_tries": True}).encode(),
+                     json.dumps({**GOOD_STEP, "step": 2, "prompt": {"role": "user"}}).encode()], torn=False)
 def test_every_reader_warns_about_hostile_lines_and_never_raises(episode_lines, step_lines, torn):
     """Stats, export (each format), view, check-logprobs' reading, the replay provider and
     the sinks' trajectory reader read any lines: a bad line is a warning, never an exception."""
@@ -231,5 +235,10 @@ def test_every_reader_warns_about_hostile_lines_and_never_raises(episode_lines, 
             replay.session(*pair)
         records, warnings, path = read_steps(str(folder))
         assert path == str(folder / "traj.jsonl") and all(isinstance(rec, dict) for _, rec in records)
-        # each line is read or warned about, never both
-        assert not {n for n, _ in records} & {n for n, _ in warnings}
+        for _, rec in records:  # a step read has the types of the run folder's contract, or is skipped
+            assert all(not isinstance(rec.get(k), (bool, int, float, str)) for k in ("failed_tries", "prompt",
+                                                                                      "action", "timings"))
+        # a line skipped is not read; a line read with a warning has its malformed fields left out
+        read = {n for n, _ in records}
+        assert all(n not in read for n, text in warnings if text.startswith("skipped"))
+        assert all("malformed" in text for n, text in warnings if n in read)

@@ -13,7 +13,7 @@ from .._util.diag import warn, warn_problems
 from ..errors import InputError
 from ..runfolder.confined import Refused, read_in, run_root
 from ..runfolder.jsonl import scan
-from ..runfolder.reader import checked, trajectory_dir
+from ..runfolder.reader import checked, require_regular, trajectory_dir
 from ..runfolder.records import episode_record, supersedes
 
 
@@ -97,8 +97,9 @@ def _episodes(path: Path, real: str) -> list:
     """The valid lines of episodes.jsonl; what is rejected or repaired is warned about."""
     file = os.path.join(real, "episodes.jsonl")
     try:
+        require_regular(file)  # a link, a FIFO or a folder: the run cannot be exported, not "no episodes"
         rows, problems, _, _ = scan(file)
-    except OSError as e:  # a folder named episodes.jsonl, no permission
+    except OSError as e:  # no permission
         raise InputError(f"{path}/episodes.jsonl: cannot read: {e.strerror or e}") from None
     lines = checked(rows, episode_record, problems)
     warn_problems(f"{path}/episodes.jsonl", sorted(problems))

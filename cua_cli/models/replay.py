@@ -21,7 +21,7 @@ class Replay:
         self.run_dir = run_root(run_dir)
         if not os.path.isfile(os.path.join(self.run_dir, "episodes.jsonl")):
             raise InputError(f"{self.run_dir}: no episodes.jsonl to replay")
-        reader = RunReader(self.run_dir).refresh(warn=True)
+        reader = RunReader(self.run_dir, strict=True).refresh(warn=True)
         self.trajs = {pair: (rec, reader.where(pair)) for pair, rec in reader.final.items()}
 
     @classmethod

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from .._util.diag import warn, warn_problems
 from .._util.text import clip
-from .confined import Refused, confined_dir, read_in
+from ..errors import InputError
+from .confined import Refused, confined_dir, open_regular, read_in
 from .jsonl import scan
-from .records import episode_record, is_index, scheduled_record, supersedes
+from .records import episode_record, scheduled_record, step_record, supersedes
 
 
 def checked(rows: dict, check, problems: list) -> list[tuple[int, dict]]:
@@ -31,10 +32,15 @@ def checked(rows: dict, check, problems: list) -> list[tuple[int, dict]]:
 
 
 class RunReader:
-    """Incremental reader of scheduled.jsonl and episodes.jsonl, usable on a live run."""
+    """Incremental reader of scheduled.jsonl and episodes.jsonl, usable on a live run.
 
-    def __init__(self, path, keep_attempts: bool = False):
+    `strict`: for a command that reads a finished run once (stats, export, view): a file that
+    is there but is no regular file (a link, a FIFO, a folder) raises UnreadableRun, naming it,
+    rather than reading as a run with no lines. Live readers warn and read on."""
+
+    def __init__(self, path, keep_attempts: bool = False, strict: bool = False):
         self.path = Path(path)
+        self.strict = strict
         self.scheduled: dict[tuple[str, int], str | None] = {}
         self.final: dict[tuple[str, int], dict] = {}
         self.lines: dict[tuple[str, int], int] = {}  # the episodes.jsonl line of each final record
@@ -56,6 +62,8 @@ class RunReader:
         """(line, record) of the new valid lines of one file, each line checked by `check`."""
         path = self.path / name
         offset, line = self._pos[name]
+        if self.strict:
+            require_regular(path)
         rows, problems, offset, line = scan(path, offset, line)
         self._pos[name] = (offset, line)
         records = checked(rows, check, problems)
@@ -71,6 +79,23 @@ class RunReader:
         """Live counts for the progress bar (`cua stats` has the full figures)."""
         outcomes = Counter(r["outcome"] for p, r in self.final.items() if p in self.scheduled)
         return {"success": outcomes["success"], "failure": outcomes["failure"], "errors": outcomes["error"]}
+
+
+class UnreadableRun(InputError):
+    """A run file that is there but cannot be read as one."""
+
+
+def require_regular(path) -> None:
+    """Raise UnreadableRun when the run file `path` is there but is no regular file cua may read;
+    a missing one is only not written yet."""
+    try:
+        open_regular(str(path)).close()
+    except FileNotFoundError:
+        return
+    except Refused as e:
+        raise UnreadableRun(f"{path}: the file {e}; not read") from None
+    except OSError as e:
+        raise UnreadableRun(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def trajectory_dir(run: str, rec: dict, where: str) -> str | None:
@@ -91,8 +116,9 @@ def read_steps(traj_dir: str) -> tuple[list[tuple[int, dict]], list, str]:
     """The step lines of a trajectory folder's traj.jsonl, in step order, as (line, object);
     the problems of its lines, as (line, text); and the file's path.
 
-    A line without a step index, or repeating a step, is a problem: what a
-    step is must not depend on which of two lines a reader takes.
+    A line without a step index, or repeating a step, is a problem and skipped: what a step
+    is must not depend on which of two lines a reader takes. A field of the wrong type is a
+    problem too, and read as null (records.step_record).
     """
     path = os.path.join(traj_dir, "traj.jsonl")
     try:
@@ -101,12 +127,15 @@ def read_steps(traj_dir: str) -> tuple[list[tuple[int, dict]], list, str]:
         return [], [(1, f"cannot read the file: {e.strerror or e}")], path
     steps = {}
     for n, obj in rows.items():
-        if not is_index(obj.get("step")):
-            problems.append((n, "skipped a step line whose step is not an integer >= 0"))
-        elif obj["step"] in steps:
-            problems.append((n, f"skipped a second line of step {obj['step']}"))
+        rec, problem = step_record(obj)
+        if problem:
+            problems.append((n, problem))
+        if rec is None:
+            continue
+        if rec["step"] in steps:
+            problems.append((n, f"skipped a second line of step {rec['step']}"))
         else:
-            steps[obj["step"]] = (n, obj)
+            steps[rec["step"]] = (n, rec)
     return [steps[s] for s in sorted(steps)], sorted(problems), path
 
 

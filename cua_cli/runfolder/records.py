@@ -45,6 +45,27 @@ def is_index(v) -> bool:
     return type(v) is int and 0 <= v <= _MAX_INDEX
 
 
+# The types a traj.jsonl line's fields have when present and not null. A field of another type (a
+# crafted or damaged line) is read as null, named, so that no reader fails on it later.
+_STEP_FIELDS = {"screenshot": str, "response": str, "thought": str, "action": list, "commands": list,
+                "failed_tries": list, "prompt": list, "images": list, "timings": dict, "sampling": dict,
+                "prompt_token_ids": list, "response_token_ids": list, "response_logprobs": list}
+_TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", bool: "a boolean", int: "a number",
+               float: "a number"}
+
+
+def step_record(obj: dict) -> tuple[dict | None, str | None]:
+    """A traj.jsonl line as a step record, and what was wrong with it: None for a line without a
+    step index; a field of the wrong type is left out (null)."""
+    if not is_index(obj.get("step")):
+        return None, "skipped a step line whose step is not an integer >= 0"
+    bad = [k for k, want in _STEP_FIELDS.items() if obj.get(k) is not None and type(obj[k]) is not want]
+    if not bad:
+        return obj, None
+    why = "; ".join(f"{k} is {_TYPE_NAMES[type(obj[k])]}, not {_TYPE_NAMES[_STEP_FIELDS[k]]}" for k in bad)
+    return {**obj, **dict.fromkeys(bad)}, f"step {obj['step']}: read without what is malformed: {why}"
+
+
 def _in_range(v, low, high) -> bool:
     return type(v) in (int, float) and low <= v <= high
 

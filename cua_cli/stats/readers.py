@@ -85,7 +85,7 @@ def read_task_list(tasks_file) -> dict[str, list[str]]:
 
 
 def _read_cua(p: Path) -> RunData:
-    return from_reader(RunReader(p).refresh(warn=True))
+    return from_reader(RunReader(p, strict=True).refresh(warn=True))
 
 
 def from_reader(reader: RunReader) -> RunData:

@@ -114,7 +114,7 @@ def _group(plays: list[Play]) -> dict:
 
 def plays_of(run_path) -> dict[str, list[Play]]:
     """Each task's plays in a run folder, by sample; a scheduled pair with no line never finished."""
-    reader = RunReader(run_path).refresh(warn=True)
+    reader = RunReader(run_path, strict=True).refresh(warn=True)
     out: dict[str, list[Play]] = {}
     for task_id, sample in sorted(reader.scheduled, key=lambda pair: pair[1]):
         rec = reader.final.get((task_id, sample))

@@ -94,7 +94,7 @@ def _phases(timed: list[dict]) -> dict:
 
 def timing_figures(path, reader: RunReader | None = None, metrics: list[dict] | None = None) -> dict:
     """The timing figures of a cua run folder (a live one too: pass its reader and metric lines)."""
-    reader = reader or RunReader(path, keep_attempts=True).refresh(warn=True)
+    reader = reader or RunReader(path, keep_attempts=True, strict=True).refresh(warn=True)
     metrics = read_metrics(reader.path)[0] if metrics is None else metrics
     attempts = reader.attempts or []
     timed = [{**r, "phases": ph} for r in attempts

@@ -77,7 +77,7 @@ class RunReport:
         self._dirs = {str(self.out)}  # report folders made and checked
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            self.reader = RunReader(self.run, keep_attempts=True).refresh(warn=True)  # the timeline draws them all
+            self.reader = RunReader(self.run, keep_attempts=True, strict=True).refresh(warn=True)  # the timeline draws them all
         except OSError as e:  # a file where a folder is due, a folder named episodes.jsonl
             raise ReportError(f"{run_path}: {e}") from None
         if not self._mkdir(os.path.join(self.out, "episodes")):
