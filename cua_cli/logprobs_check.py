@@ -53,6 +53,7 @@ class _Call:
     record: dict          # holds the token fields
     prompt: list | None   # the messages sent: every try of a step sends the same
     guided: bool          # sampled under the agent's grammar (the step's `sampling.guided`)
+    image_processor: dict | None  # the step's record of what resized its images on the server
 
 
 def load_policy(model_dir, dtype: str = "float32", device: str = "cpu"):
@@ -96,14 +97,16 @@ def load_image(path):
     return image.convert("RGB")
 
 
-def response_logprobs(model, processor, prompt_ids, response_ids, images):
+def response_logprobs(model, processor, prompt_ids, response_ids, images, image_processor: dict | None = None):
     """The model's log-probability of each response token after the prompt: a float32 tensor of len(response_ids).
 
     `prompt_ids` are the prompt's token ids as vLLM returns them (image
     placeholders already expanded, one token per merged patch); `images`
-    are the PIL images the prompt holds, in order. Differentiable when
-    called with grad enabled. Raises ValueError when the prompt's image
-    tokens do not fit the images.
+    are the PIL images the prompt holds, in order; `image_processor` is the
+    call's record of what resized them on the server (its pixel limits win
+    over the model folder's, as the server's --mm-processor-kwargs did).
+    Differentiable when called with grad enabled. Raises ValueError when the
+    prompt's image tokens do not fit the images.
     """
     import torch
 
@@ -112,7 +115,7 @@ def response_logprobs(model, processor, prompt_ids, response_ids, images):
     image_token = model.config.image_token_id
     expected = int((ids == image_token).sum())
     if images:
-        vision = processor.image_processor(images=list(images), return_tensors="pt")
+        vision = processor.image_processor(images=list(images), return_tensors="pt", **_size(image_processor))
         inputs.update((k, v.to(model.device)) for k, v in vision.items())
         # Multimodal RoPE: which positions are image tokens (1), the rest text (0).
         inputs["mm_token_type_ids"] = (ids == image_token).int()
@@ -125,6 +128,16 @@ def response_logprobs(model, processor, prompt_ids, response_ids, images):
     logits = model(**inputs, use_cache=False, logits_to_keep=len(response_ids) + 1).logits[0, :-1]
     # float32 log_softmax, as vLLM computes its logprobs from the logits.
     return logits.float().log_softmax(-1).gather(-1, ids[0, len(prompt_ids):, None])[:, 0]
+
+
+def _size(record) -> dict:
+    """The processor's size argument for the pixel limits a call's record names; {} when it names none."""
+    if not isinstance(record, dict) or record.get("rule") != "smart_resize":
+        return {}
+    low, high = record.get("min_pixels"), record.get("max_pixels")
+    if not all(type(v) is int and v > 0 for v in (low, high)):
+        return {}
+    return {"size": {"shortest_edge": low, "longest_edge": high}}
 
 
 def check_run(run: Path, model_dir: Path, tolerance: float, max_steps: int | None, dtype: str, device: str,
@@ -170,7 +183,8 @@ def _recorded_calls(run: Path) -> list[_Call]:
             tries = [t for t in step.get("failed_tries") or [] if isinstance(t, dict)] + [step]
             for i, t in enumerate(tries):
                 if any(t.get(k) is not None for k in TOKEN_FIELDS):
-                    calls.append(_Call(name, folder, step["step"], i, t, step.get("prompt"), guided))
+                    calls.append(_Call(name, folder, step["step"], i, t, step.get("prompt"), guided,
+                                       step.get("image_processor")))
     return calls
 
 
@@ -186,7 +200,7 @@ def _check_call(model, processor, call: _Call) -> dict:
             row["_skipped"] = True
             return row
         images = _images(call)
-        ours = response_logprobs(model, processor, prompt_ids, response_ids, images)
+        ours = response_logprobs(model, processor, prompt_ids, response_ids, images, call.image_processor)
     except (ValueError, OSError, RuntimeError, IndexError) as e:
         # Bad or missing records, images or shapes fail this call only; the others are still checked.
         row["problem"] = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -37,10 +37,15 @@ def usable(row: dict) -> bool:
             and len(row.get("response_logprobs") or []) == len(row["response_token_ids"]))
 
 
+def json_field(row: dict, key: str):
+    """A field that is JSON in jsonl and a JSON string in parquet (`sampling`, `image_processor`)."""
+    value = row.get(key)
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def guided(row: dict) -> bool:
-    """Sampled under a grammar: `sampling` is JSON in jsonl, a JSON string in parquet."""
-    sampling = row.get("sampling")
-    sampling = json.loads(sampling) if isinstance(sampling, str) else sampling
+    """Sampled under a grammar."""
+    sampling = json_field(row, "sampling")
     return isinstance(sampling, dict) and sampling.get("guided") is True
 
 
@@ -90,7 +95,7 @@ def main() -> int:
     for row in train:
         advantage = (row["traj_reward"] - row["group_mean"]) / (row["group_std"] + 1e-6)
         new_logp = response_logprobs(model, processor, row["prompt_token_ids"], row["response_token_ids"],
-                                     images_of(row))
+                                     images_of(row), json_field(row, "image_processor"))
         ratio = torch.exp(new_logp - torch.tensor(row["response_logprobs"]))
         surrogate = torch.minimum(ratio * advantage, ratio.clamp(1 - CLIP, 1 + CLIP) * advantage)
         loss = -surrogate.sum() / tokens  # a mean over every token of the batch (gradients accumulate)

@@ -31,15 +31,23 @@ def ray_cluster():
 
 @pytest.fixture(scope="session")
 def tiny_vllm(tmp_path_factory):
-    """One real vLLM server on the CPU serving the tiny random Qwen2-VL, shared by the tests that only
-    ask it (a start costs the suite's two cores a minute); its fleet file. A test may restart it (the
-    same model, ready again when the test ends); none may load another model."""
+    """The suite's one fleet of real vLLM (two servers on the CPU serving the tiny random Qwen2-VL, with
+    a pixel limit of the server's own), shared by every test that only plays through a fleet: a start
+    costs the suite's two cores minutes. Its folder holds the model (`tiny-vlm`) beside the fleet file. A test
+    may restart a server (the same model, ready again when the test ends); none may load another
+    model, and only a test marked `stops_tiny_vllm` (run last) may stop it."""
     from helpers.cli import run_cua
-    from helpers.models import start_tiny_fleet
+    from helpers.models import TINY_VLLM_MAX_PIXELS, start_tiny_fleet
 
-    fleet = start_tiny_fleet(tmp_path_factory.mktemp("tiny-vllm"), 1, 8450)
+    fleet = start_tiny_fleet(tmp_path_factory.mktemp("tiny-vllm"), 2, 8450, TINY_VLLM_MAX_PIXELS)
     yield fleet
-    run_cua("stop-models", "--fleet", str(fleet))
+    if fleet.exists():
+        run_cua("stop-models", "--fleet", str(fleet))
+
+
+def pytest_collection_modifyitems(items):
+    """A test that stops the shared fleet runs after every test that plays through it."""
+    items.sort(key=lambda item: item.get_closest_marker("stops_tiny_vllm") is not None)
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import math
 
 import atif
 import pytest
-from helpers.cli import ROOT, run_cua
-from helpers.models import start_tiny_fleet
+from helpers.cli import run_cua
+from helpers.models import TINY_VLLM_MAX_PIXELS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -96,38 +96,29 @@ def test_hostile_configs_give_numbers_or_nulls_never_an_error(tmp_path_factory, 
 
 # ---------------------------------------------------------------- a real fleet
 
-MAX_PIXELS = 112 * 112  # the server's flag: a 160x210 MiniWoB screen becomes 84x112, 12 image tokens
+MAX_PIXELS = TINY_VLLM_MAX_PIXELS  # the shared fleet's: a 160x210 MiniWoB screen becomes 84x112, 12 image tokens
 
 
 @pytest.fixture(scope="module")
-def fleet_run(tmp_path_factory):
-    """A tiny Qwen2-VL served by real vLLM with --mm-processor-kwargs, and a MiniWoB rollout through it
-    recording tokens."""
-    work = tmp_path_factory.mktemp("records-vllm")
-    config = work / "fleet.yaml"  # the CPU fleet's, plus a pixel limit of the server's own
-    limit = "  limit-mm-per-prompt: {image: 5, video: 0}"
-    text = (ROOT / "configs/fleet-cpu.yaml").read_text()
-    assert limit in text
-    config.write_text(text.replace(limit, f"{limit}\n  mm-processor-kwargs: {{max_pixels: {MAX_PIXELS}}}"))
-    fleet = start_tiny_fleet(work, 1, 8480, config)
-    try:
-        (work / "exp.yaml").write_text(f"""
+def fleet_run(tiny_vllm, tmp_path_factory):
+    """A MiniWoB rollout recording tokens through the suite's fleet: a tiny Qwen2-VL served by real vLLM
+    with --mm-processor-kwargs."""
+    work = tmp_path_factory.mktemp("records")
+    (work / "exp.yaml").write_text(f"""
 run: {{name: records, results_dir: {work}/results}}
 tasks:
   kind: miniwob
   miniwob: {{names: [click-test, click-button], seeds: [0], episode_max_time: 120}}
 env: {{url: local, local: {{max_envs: 1}}}}
-model: {{provider: openai, fleet: {fleet}, guided: true, max_tokens: 64, retries: 1, timeout_s: 60,
+model: {{provider: openai, fleet: {tiny_vllm}, guided: true, max_tokens: 64, retries: 1, timeout_s: 60,
         record_tokens: true}}
 agent: {{history_images: 2}}
 runner: {{num_envs: 1, max_steps: 3}}
 """)
-        r = run_cua("rollout", str(work / "exp.yaml"), timeout=600)
-        assert r.returncode == 0, r.stderr
-    finally:
-        run_cua("stop-models", "--fleet", str(fleet))
+    r = run_cua("rollout", str(work / "exp.yaml"), timeout=600)
+    assert r.returncode == 0, r.stderr
     (run,) = (work / "results").iterdir()
-    return work, run
+    return tiny_vllm.parent, run  # the fleet's folder holds its model
 
 
 @pytest.mark.slow
@@ -177,6 +168,6 @@ def test_atif_of_a_real_vllm_rollout_keeps_every_token(fleet_run, tmp_path):
                 line["prompt_token_ids"], line["response_token_ids"], line["response_logprobs"])
             assert all(math.isfinite(x) for x in m.logprobs) and m.extra == {"finish_reason": line["finish_reason"]}
             assert step.extra["image_processor"] == line["image_processor"]
-            assert step.model_name == str(work / "tiny-vlm") and step.extra["policy_version"] == 0
+            assert step.model_name == str(work / "tiny-vlm") and step.extra["policy_version"] == line["policy_version"]
             for image in step.extra["images"]:
                 assert hashlib.sha256((f.parent / image["path"]).read_bytes()).hexdigest() == image["sha256"]
