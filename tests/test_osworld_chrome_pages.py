@@ -9,6 +9,7 @@ import json
 import sqlite3
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 from xml.sax.saxutils import escape
 
 import pytest
@@ -85,6 +86,53 @@ def chromium(tmp_path_factory):
 @pytest.fixture(scope="module")
 def osworld():
     return osworld_chrome_getters()
+
+
+@pytest.fixture(scope="module")
+def driver():
+    """One Playwright driver for the module: a start costs a second or more of the host's cores."""
+    p = playwright.sync_playwright().start()
+    yield p
+    p.stop()
+
+
+class _Use:
+    """`sync_playwright()` over the module's driver: the connections of one use are closed when it
+    ends, as stopping a driver of its own closes them."""
+
+    def __init__(self, p):
+        self.p, self.chromium, self.browsers = p, self, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for browser in self.browsers:
+            if browser.is_connected():
+                browser.close()
+
+    def connect_over_cdp(self, *args, **kwargs):
+        self.browsers.append(self.p.chromium.connect_over_cdp(*args, **kwargs))
+        return self.browsers[-1]
+
+
+@pytest.fixture(autouse=True)
+def one_driver(request, driver, monkeypatch):
+    """cua, OSWorld and the helpers start Playwright's driver for each use; here they share the
+    module's (each use still connects afresh; no second driver may start beside it in one thread)."""
+    monkeypatch.setattr(playwright, "sync_playwright", lambda: _Use(driver))
+    if "osworld" in request.fixturenames:
+        monkeypatch.setattr(request.getfixturevalue("osworld"), "sync_playwright", lambda: _Use(driver))
+
+
+def sleeps(monkeypatch, osworld=None) -> tuple[list, list]:
+    """(cua's, OSWorld's) fixed waits in a getter (a retry's pause, the PDF's 3 s to render),
+    recorded rather than waited: on the test's pages they change nothing."""
+    ours, theirs = [], []
+    monkeypatch.setattr(chrome_pages, "pause", lambda s, *args: ours.append(s))
+    if osworld is not None:
+        monkeypatch.setattr(osworld, "time", SimpleNamespace(sleep=theirs.append))  # the only `time` it uses
+    return ours, theirs
 
 
 @pytest.fixture
@@ -300,7 +348,8 @@ def test_open_tabs_info_is_osworlds(chromium, web, desktop, tmp_path, osworld, t
     assert ours == osworld.get_open_tabs_info(env_for(chromium, desktop, tmp_path), {})
 
 
-def test_a_tab_that_never_goes_quiet_is_an_error_as_in_osworld(chromium, web, desktop, tmp_path, osworld):
+def test_a_tab_that_never_goes_quiet_is_an_error_as_in_osworld(chromium, web, desktop, tmp_path, osworld,
+                                                              monkeypatch):
     """OSWorld quirk: its `Load timeout` title is never given (Playwright's TimeoutError is not Python's)."""
     set_tabs(chromium, [f"{web.url}/busy", f"{web.url}/a"])
     _, ctx = contexts(desktop, chromium.url, tmp_path / "ep")
@@ -308,6 +357,10 @@ def test_a_tab_that_never_goes_quiet_is_an_error_as_in_osworld(chromium, web, de
     ours = chrome_pages.get_open_tabs_info(quick, {"type": "open_tabs_info"})
     assert sorted(ours, key=str) == [{"title": "Error encountered", "url": f"{web.url}/busy"},
                                      {"title": "Page A", "url": f"{web.url}/a"}]
+    # the busy tab fetches every 150 ms for ever: OSWorld's wait of it ends as it does after 30 s
+    wait = playwright.Page.wait_for_load_state
+    monkeypatch.setattr(playwright.Page, "wait_for_load_state",
+                        lambda page, state=None, timeout=None: wait(page, state, timeout=min(timeout, 3000)))
     assert ours == osworld.get_open_tabs_info(env_for(chromium, desktop, tmp_path), {})
 
 
@@ -329,12 +382,14 @@ def test_page_info_is_osworlds(chromium, web, desktop, tmp_path, osworld, path):
     assert tabs_now(chromium) == before  # the fresh context is gone with its tab
 
 
-def test_page_info_of_a_page_that_cannot_load_is_osworlds(chromium, desktop, tmp_path, osworld):
+def test_page_info_of_a_page_that_cannot_load_is_osworlds(chromium, desktop, tmp_path, osworld, monkeypatch):
+    waited = sleeps(monkeypatch, osworld)
     _, ctx = contexts(desktop, chromium.url, tmp_path / "ep")
     config = {"type": "page_info", "url": "http://127.0.0.1:9/"}
     ours = chrome_pages.get_page_info(ctx, config)
     assert ours == {"title": "Connection failed", "url": "http://127.0.0.1:9/", "content": ""}
     assert ours == osworld.get_page_info(env_for(chromium, desktop, tmp_path), config)
+    assert waited == ([3], [3])  # tried again 3 s later
 
 
 @pytest.mark.parametrize("bar,prefix", [("127.0.0.1:{port}/a", "http://"), ("127.0.0.1:{port}/script", "http://"),
@@ -371,18 +426,19 @@ PARSES = [
 ]
 
 
-@pytest.mark.parametrize("config", PARSES)
-@pytest.mark.parametrize("path", ["/parse?x=1&tag=red"])
-def test_active_tab_html_parse_is_osworlds(chromium, web, desktop, tmp_path, osworld, config, path):
+def test_active_tab_html_parse_is_osworlds(chromium, web, desktop, tmp_path, osworld):
+    path = "/parse?x=1&tag=red"
     set_tabs(chromium, [f"{web.url}/a", web.url + path])
     tree = address_bar(f"127.0.0.1:{web.url.rsplit(':', 1)[1]}{path}")
     desktop.desktop.accessibility = tree
     _, ctx = contexts(desktop, chromium.url, tmp_path / "ep")
-    config = {"type": "active_tab_html_parse", "goto_prefix": "http://", **config}
-    ours = chrome_pages.get_active_tab_html_parse(ctx, config)
-    if config["category"] != "something else":
-        assert any(v not in ("", False) for v in ours.values())  # the page was read
-    assert ours == osworld.get_active_tab_html_parse(env_for(chromium, desktop, tmp_path, tree), config)
+    env = env_for(chromium, desktop, tmp_path, tree)
+    for parse in PARSES:  # on the same tabs: neither getter changes a page it reads
+        config = {"type": "active_tab_html_parse", "goto_prefix": "http://", **parse}
+        ours = chrome_pages.get_active_tab_html_parse(ctx, config)
+        if config["category"] != "something else":
+            assert any(v not in ("", False) for v in ours.values()), config  # the page was read
+        assert ours == osworld.get_active_tab_html_parse(env, config), config
 
 
 def test_active_tab_html_parse_finds_the_tab_by_its_decoded_url(chromium, web, desktop, tmp_path, osworld):
@@ -447,7 +503,8 @@ def test_info_from_website_refuses_broken_infos(desktop, tmp_path, infos):
         chrome_pages.get_info_from_website(ctx, {"type": "info_from_website", "url": "http://x/", "infos": infos})
 
 
-def test_pdf_from_url_prints_the_page_as_osworld_does(chromium, web, desktop, tmp_path, osworld):
+def test_pdf_from_url_prints_the_page_as_osworld_does(chromium, web, desktop, tmp_path, osworld, monkeypatch):
+    waited = sleeps(monkeypatch, osworld)
     _, ctx = contexts(desktop, chromium.url, tmp_path / "ep")
     config = {"type": "pdf_from_url", "path": f"{web.url}/profile", "dest": "gold's page.pdf"}
     ours = Path(chrome_pages.get_pdf_from_url(ctx, config))
@@ -455,6 +512,7 @@ def test_pdf_from_url_prints_the_page_as_osworld_does(chromium, web, desktop, tm
     theirs = Path(osworld.get_pdf_from_url(env_for(chromium, desktop, tmp_path), config))
     assert theirs.read_bytes().startswith(b"%PDF-") and len(theirs.read_bytes()) > 100
     assert page_count(ours) == page_count(theirs) == 1
+    assert waited == ([3], [3])  # for the page to render
 
 
 def page_count(path: Path) -> int:
@@ -464,10 +522,12 @@ def page_count(path: Path) -> int:
 
 def test_a_gold_pdf_that_cannot_be_printed_raises(chromium, desktop, tmp_path, monkeypatch):
     monkeypatch.setattr(chrome_pages, "RELAUNCH_WAIT_S", 0.1)
+    waited, _ = sleeps(monkeypatch)
     _, ctx = contexts(desktop, "http://127.0.0.1:9", tmp_path / "ep")
     with pytest.raises(EnvError, match="could not print"):
         chrome_pages.get_pdf_from_url(ctx, {"type": "pdf_from_url", "path": "http://127.0.0.1:9/", "dest": "g.pdf"})
     assert not (tmp_path / "ep" / "expected" / "g.pdf").exists()
+    assert waited == [5, 5]  # three tries 5 s apart, as OSWorld's
 
 
 def test_getters_need_the_desktops_chrome_port(desktop, tmp_path):

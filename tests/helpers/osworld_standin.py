@@ -90,6 +90,9 @@ class Desktop:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: with Nagle's algorithm the body waits for the client's
+    # delayed ACK (40 ms) on every request of a kept-alive connection
+    disable_nagle_algorithm = True
     desktop: Desktop
 
     def log_message(self, *args):
@@ -291,6 +294,7 @@ class Web:
 
         class H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as _Handler's
 
             def log_message(self, *args):
                 pass
