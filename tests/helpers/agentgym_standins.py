@@ -1134,6 +1134,7 @@ class AgentGymStandIn:
 def _make_handler(standin: AgentGymStandIn):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers, body are 2 writes: avoid 40 ms delayed-ACK stalls
 
         def log_message(self, *args):   # keep test output quiet
             pass

@@ -208,6 +208,7 @@ class LoopbackHTTPServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers, body are 2 writes: avoid 40 ms delayed-ACK stalls
 
             def log_message(self, *args):
                 pass
