@@ -6,6 +6,7 @@
         GpuSpecError          a --gpus or --tp value
         LayoutError           a results folder no reader knows
         ReportError           a run `cua view` cannot show, or a report folder it cannot use
+        UnreadableRun         a run whose scheduled or episodes file is there but no regular file
       FleetError              the fleet could not be started, reloaded or stopped
       FleetFileError          a fleet file that is missing or not one
       SinkUnavailable         a sink that cannot take trajectories now (a database down)
@@ -54,6 +55,10 @@ class LayoutError(InputError):
 
 class ReportError(InputError):
     """A run that cannot be reported on, or a report folder that cannot be used: bad input."""
+
+
+class UnreadableRun(InputError):
+    """A run file that is there but cannot be read as one (a link, a FIFO, a folder)."""
 
 
 class FleetError(CuaError):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .._util.diag import warn, warn_problems
 from .._util.text import clip
-from ..errors import InputError
+from ..errors import UnreadableRun
 from .confined import Refused, confined_dir, open_regular, read_in
 from .jsonl import scan
 from .records import episode_record, scheduled_record, step_record, supersedes
@@ -79,10 +79,6 @@ class RunReader:
         """Live counts for the progress bar (`cua stats` has the full figures)."""
         outcomes = Counter(r["outcome"] for p, r in self.final.items() if p in self.scheduled)
         return {"success": outcomes["success"], "failure": outcomes["failure"], "errors": outcomes["error"]}
-
-
-class UnreadableRun(InputError):
-    """A run file that is there but cannot be read as one."""
 
 
 def require_regular(path) -> None:
