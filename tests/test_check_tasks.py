@@ -330,11 +330,12 @@ def _xvfbs() -> set:
 def test_on_desktops_broken_evaluators_flaky_ones_and_ok_ones_are_each_named(tmp_path):
     before = _xvfbs()
     task_list, oracle = _desktop_tasks(tmp_path / "tasks")
+    # openbox: the tasks need a desktop's shell and files, not GNOME, whose start takes seconds more
     cfg = tmp_path / "check.yaml"
     cfg.write_text(f"""
 run: {{name: desk, results_dir: {tmp_path}/results}}
 tasks: {{kind: osworld, osworld: {{task_list: {task_list}, examples_dir: {tmp_path}/tasks/examples}}}}
-env: {{kind: osworld, url: local, local: {{max_envs: 2}}, osworld: {{pause_s: 0.3}}}}
+env: {{kind: osworld, url: local, local: {{max_envs: 2}}, osworld: {{session: openbox, pause_s: 0.3}}}}
 agent: {{kind: osworld}}
 runner: {{num_envs: 2, max_steps: 4, step_timeout_s: 60, episode_timeout_s: 120}}
 """)

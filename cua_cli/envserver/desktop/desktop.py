@@ -46,7 +46,9 @@ class LocalDesktop:
         self.api.desktop = self
         self.api.verbose = verbose
         self.port = self.api.server_address[1]
-        self._thread = threading.Thread(target=self.api.serve_forever, name=f"desktop-{self.port}", daemon=True)
+        # A short poll: close() (each release) waits up to one for serve_forever to see its shutdown.
+        self._thread = threading.Thread(target=self.api.serve_forever, args=(0.05,), name=f"desktop-{self.port}",
+                                        daemon=True)
         self._thread.start()
 
     def touch(self) -> None:

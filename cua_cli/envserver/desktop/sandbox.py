@@ -27,6 +27,7 @@ from cua_cli.envserver.desktop.limits import DISK_FULL_BYTES, Cgroups, DesktopQu
 
 GUEST = Path(__file__).resolve().parent / "guest"
 UID_SPAN = 65536
+LAUNCHER_REAP_S = 2.0  # how long the launcher gets to reap a killed PID 1 and exit by itself
 _slots = itertools.count()
 _slot_lock = threading.Lock()
 _base_slot = 16 + os.getpid() % 4096  # two servers on one host rarely share a uid range
@@ -177,15 +178,23 @@ class Sandbox:
             self._kill(timeout)
 
     def _kill(self, timeout: float) -> None:
+        init_gone = False
         if self._pidfd is not None:
             try:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            select.select([self._pidfd], [], [], timeout)
+            init_gone = bool(select.select([self._pidfd], [], [], timeout)[0])
             os.close(self._pidfd)
             self._pidfd = None
         if self.launcher is not None:
+            # The launcher reaps PID 1 and exits by itself: killed first, it would leave PID 1's zombie to
+            # the host's init, which may reap it seconds later (and _wait_uids_gone waits for that).
+            if init_gone:
+                try:
+                    self.launcher.wait(LAUNCHER_REAP_S)
+                except subprocess.TimeoutExpired:
+                    pass
             if self.launcher.poll() is None:
                 self.launcher.kill()
             self.launcher.wait(timeout)
