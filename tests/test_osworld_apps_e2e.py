@@ -13,10 +13,10 @@ ffmpeg video; a profile with an IMAP account whose identity is id1, in OSWorld's
 t5q2a5hp.default-release), given to cua under OSWorld's cache names (env.osworld.files_dir).
 The oracle acts as an agent would, in pyautogui code run on the desktop: VLC's Open dialog; GIMP's
 gimprc as its Preferences dialog writes it; Thunderbird closed, its prefs.js edited, started again.
-Both plays first give the apps 5 s to start (settle_s; OSWorld's runs wait before the agent's first
+Both plays first give the apps 10 s to start (settle_s; OSWorld's runs wait before the agent's first
 look), so doing nothing is scored with VLC up and stopped (its web interface answers within a second
-of the launch; GIMP and Thunderbird may still be loading on a busy host, but neither writes the
-setting by itself; the oracle waits for each app's window).
+of the launch on a quiet host: 10 s leave a busy one room; GIMP and Thunderbird may still be loading,
+but neither writes the setting by itself; the oracle waits for each app's window).
 One check, two desktops at a time, about a minute and a half."""
 
 import io
@@ -192,7 +192,7 @@ def test_vlc_gimp_and_thunderbird_tasks_score_one_for_the_oracle_and_zero_for_no
 run: {{name: apps, results_dir: {tmp_path}/results}}
 tasks: {{kind: osworld, osworld: {{task_list: {DATA}/test_all.json, examples_dir: {DATA}/examples}}}}
 env: {{kind: osworld, url: local, local: {{max_envs: 2}},
-       osworld: {{pause_s: 0.5, settle_s: 5, files_dir: {downloads(tmp_path / "files")}}}}}
+       osworld: {{pause_s: 0.5, settle_s: 10, files_dir: {downloads(tmp_path / "files")}}}}}
 agent: {{kind: osworld}}
 runner: {{num_envs: 2, max_steps: 3, step_timeout_s: 150, episode_timeout_s: 420}}
 """)
