@@ -77,8 +77,9 @@ class RunReport:
         self._dirs = {str(self.out)}  # report folders made and checked
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            self.reader = RunReader(self.run, keep_attempts=True, strict=True).refresh(warn=True)  # the timeline draws them all
-        except OSError as e:  # a file where a folder is due, a folder named episodes.jsonl
+            # Every attempt: the timeline draws them all.
+            self.reader = RunReader(self.run, keep_attempts=True, strict=True).refresh(warn=True)
+        except OSError as e:  # a file where a folder is due (a run file that is no file: UnreadableRun)
             raise ReportError(f"{run_path}: {e}") from None
         if not self._mkdir(os.path.join(self.out, "episodes")):
             raise ReportError(f"{self.out}: cannot write the report there; choose a folder with --out")
