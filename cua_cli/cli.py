@@ -516,14 +516,41 @@ def _read_runs(paths, tasks_file):
     return runs
 
 
-def _timings(runs) -> list[dict]:
-    """The timing figures of cua run folders; another tool's folder records none, and is named."""
-    from .stats.timing import timing_figures
-
+def _cua_runs(runs, option: str) -> None:
+    """Refuse another tool's folder for an option that reads what only cua records: timings."""
     for d in runs:
         if d.layout != "cua":
-            raise InputError(f"{d.path}: an {d.layout} results folder records no timings: --timing reads cua runs")
+            raise InputError(f"{d.path}: an {d.layout} results folder records no timings: {option} reads cua runs")
+
+
+def _timings(runs) -> list[dict]:
+    """The timing figures of cua run folders."""
+    from .stats.timing import timing_figures
+
+    _cua_runs(runs, "--timing")
     return [timing_figures(d.path) for d in runs]
+
+
+def _costs(runs, prices: dict) -> list[dict]:
+    """The cost figures of cua run folders."""
+    from .stats.cost import cost_figures
+
+    _cua_runs(runs, "--cost")
+    return [cost_figures(d, prices) for d in runs]
+
+
+def _prices(cost: bool, price: str | None, timing: bool, other: str | None) -> dict | None:
+    """The prices of --price (which implies --cost), or None without --cost; InputError for a bad one or
+    for --cost with an option it does not go with (`other`, named)."""
+    from .stats.cost import parse_prices
+
+    if not (cost or price is not None):
+        return None
+    if timing:
+        raise InputError("--cost and --timing are two views of a run: give one")
+    if other:
+        raise InputError(f"{other} does not go with --cost")
+    return parse_prices(price) if price is not None else {}
 
 
 FORMATS = click.Choice(["table", "json", "csv", "markdown"])
@@ -537,10 +564,15 @@ FORMATS = click.Choice(["table", "json", "csv", "markdown"])
               help="OSWorld task list (test_all.json): tasks with no result folder count as missing.")
 @click.option("--timing", is_flag=True, help="Where the time went instead: the env slots' time by phase, the "
                                              "waits, the model servers' load (cua runs).")
+@click.option("--cost", is_flag=True, help="What the runs cost instead: env time, desktop memory, model server "
+                                           "busy time and tokens, in all and per success (cua runs).")
+@click.option("--price", metavar="KEY=PRICE,...", help="Prices for --cost (implies it), any of gpu-hour (a model "
+              "server busy for an hour), desktop-hour (an env for an hour) and mtok (a million tokens), e.g. "
+              "gpu-hour=2.5,desktop-hour=0.05,mtok=0.4: adds the cost in money, per task and per success.")
 @click.option("--exclude-broken", "report", type=click.Path(dir_okay=False, exists=True), metavar="REPORT",
               help="Leave out the tasks this `cua check-tasks` report does not call ok, and say how many "
                    "(default: nothing is left out).")
-def stats(runs, fmt, by, tasks_file, timing, report):
+def stats(runs, fmt, by, tasks_file, timing, cost, price, report):
     """Success rates, intervals, pass@k and errors of one or more runs.
 
     Reads cua run folders, OSWorld result folders and DART rollout folders.
@@ -552,12 +584,17 @@ def stats(runs, fmt, by, tasks_file, timing, report):
       cua stats results/exp-* --by domain --format markdown
       cua stats osworld_results/pyautogui/screenshot/ui-tars --tasks evaluation_examples/test_all.json
       cua stats results/exp-20261125-0900 --timing --by domain
+      cua stats results/exp-* --cost --price gpu-hour=2.5,desktop-hour=0.05,mtok=0.4 --by domain
       cua stats results/exp-* --exclude-broken results/exp-check-20261121-0900/report.jsonl
     """
     from .stats.figures import across, run_figures
-    from .stats.output import render_stats, render_timing
+    from .stats.output import render_cost, render_stats, render_timing
 
+    prices = _prices(cost, price, timing, "--exclude-broken" if report else "--by task" if by == "task" else None)
     data = _read_runs(runs, tasks_file)
+    if prices is not None:
+        click.echo(render_cost(_costs(data, prices), prices, fmt, by))
+        return
     if timing:
         if report:
             raise InputError("--exclude-broken leaves tasks out of success rates: it does not go with --timing")
@@ -592,7 +629,10 @@ def _leave_out_broken(runs, report) -> list[tuple[int, int]]:
               help="OSWorld task list: tasks with no result folder count as missing.")
 @click.option("--timing", is_flag=True, help="Compare where the time went instead (cua runs): the summary and "
                                              "each phase of A and B side by side.")
-def compare(run_a, run_b, fmt, out, tasks_file, timing):
+@click.option("--cost", is_flag=True, help="Compare what the runs cost instead (cua runs): A, B and B - A.")
+@click.option("--price", metavar="KEY=PRICE,...", help="Prices for --cost (implies it): gpu-hour, desktop-hour, "
+                                                       "mtok, e.g. gpu-hour=2.5,desktop-hour=0.05,mtok=0.4.")
+def compare(run_a, run_b, fmt, out, tasks_file, timing, cost, price):
     """Paired per-task comparison of two runs, with a significance test.
 
     \b
@@ -600,13 +640,20 @@ def compare(run_a, run_b, fmt, out, tasks_file, timing):
       cua compare results/base-20261120-0900 results/new-20261121-0900
       cua compare runA runB --format json --out differing.json
       cua compare runA runB --timing
+      cua compare runA runB --cost --price gpu-hour=2.5,desktop-hour=0.05,mtok=0.4
     """
     import json
 
     from .stats.compare import compare as compare_runs
-    from .stats.output import render_compare, render_timing_compare
+    from .stats.cost import delta
+    from .stats.output import render_compare, render_cost_compare, render_timing_compare
 
+    prices = _prices(cost, price, timing, "--out" if out else None)
     (a,), (b,) = _read_runs([run_a], tasks_file), _read_runs([run_b], tasks_file)
+    if prices is not None:
+        ca, cb = _costs([a, b], prices)
+        click.echo(render_cost_compare(ca, cb, delta(ca, cb), prices, fmt))
+        return
     if timing:
         if out:
             raise InputError("--out lists tasks whose results differ: it does not go with --timing")

@@ -3,11 +3,13 @@
 import csv
 import io
 import json
+from collections import defaultdict
 
 from tabulate import tabulate
 
 from .._util.text import percent
 from ..runfolder.records import PHASES
+from .cost import PRICES
 
 
 def _printable(text: str) -> str:
@@ -210,3 +212,134 @@ def render_timing_compare(a: dict, b: dict, fmt: str) -> str:
     return _printable("\n\n".join([f"A: {a['run']}\nB: {b['run']}",
                                     tabulate(summary, headers=["", "A", "B"], tablefmt=tablefmt, disable_numparse=True),
                                     tabulate(phases, headers="keys", tablefmt=tablefmt, disable_numparse=True)]))
+
+
+def _amount(v, digits: int = 1, sign: bool = False) -> str:
+    return "n/a" if v is None else f"{v:{'+' if sign else ''},.{digits}f}"
+
+
+def _money(v, sign: bool = False) -> str:
+    """Cents for a sum of at least 1, else three significant digits: a task's cost is often a fraction of a cent."""
+    if v is None:
+        return "n/a"
+    return f"{v:{'+' if sign else ''},.2f}" if abs(v) >= 1 or v == 0 else f"{v:{'+' if sign else ''}.3g}"
+
+
+# The rows of the cost table: label, figure, format.
+_COST_ROWS = [("tasks", "tasks", 0), ("pairs scheduled", "pairs", 0), ("successes", "successes", 0),
+              ("agent failures", "failures", 0), ("infra errors (final)", "errors", 0), ("missing", "missing", 0),
+              ("attempts", "attempts", 0), ("attempts ended by an infra error", "error_attempts", 0),
+              ("env s", "env_s", 1), ("env s of those infra-error attempts", "error_env_s", 1),
+              ("env s per success", "env_s_per_success", 1),
+              ("desktop memory GiB-s, at most", "desktop_memory_gib_s", 1),
+              ("desktop memory GiB-s per success, at most", "desktop_memory_gib_s_per_success", 1),
+              ("model busy s", "model_busy_s", 1), ("model busy s per success", "model_busy_s_per_success", 1),
+              ("tokens (prompt + generated)", "tokens", 0), ("tokens per success", "tokens_per_success", 0)]
+_COST_PARTS = {"cost_gpu": "cost of model servers", "cost_env": "cost of envs", "cost_tokens": "cost of tokens"}
+_MONEY_ROWS = [("cost", "cost"), ("cost per task", "cost_per_task"), ("cost per success", "cost_per_success")]
+# The n/a reasons' names in notes.
+_UNKNOWN = {"env_s": "env s", "desktop_memory_gib_s": "desktop memory", "model_busy_s": "model busy s",
+            "tokens": "tokens", "domains_model": "model figures per domain", "cost": "cost"}
+
+
+def _cost_rows(prices: dict) -> list[tuple[str, str, int | None]]:
+    """(label, figure, decimals; None for money) of every row the prices given call for."""
+    money = [(_COST_PARTS[PRICES[k][0]], PRICES[k][0], None) for k in prices]
+    money += [(label, key, None) for label, key in _MONEY_ROWS] if prices else []
+    return _COST_ROWS + money
+
+
+def _cost_cell(v, digits: int | None, sign: bool = False) -> str:
+    return _money(v, sign) if digits is None else _amount(v, digits, sign)
+
+
+def _cost_notes(runs: list[dict], prices: dict, by: str | None) -> list[str]:
+    notes = ["Every attempt counts, retries and infrastructure errors included: they held an env and the model "
+             "servers as much as the final ones. Per success = total / successes (pairs whose final score is 1): "
+             "an infra error is no agent failure, and 0 successes give n/a."]
+    if prices:
+        notes.append("prices: " + ", ".join(f"{k} {v:g}" for k, v in prices.items())
+                     + (" (gpu-hour prices an hour of one model server busy, however many GPUs it spans)"
+                        if "gpu-hour" in prices else ""))
+    for r in runs:
+        if r["untimed_attempts"] and r["env_s"] is not None:
+            notes.append(f"{r['run']}: {r['untimed_attempts']} of {r['attempts']} attempts record no duration: "
+                         "their env time is in no figure")
+        reasons = defaultdict(list)
+        for key, why in r["unknown"].items():
+            if key != "domains_model" or by == "domain":
+                reasons[why].append(_UNKNOWN[key])
+        notes += [f"{r['run']}: {', '.join(names)} n/a: {why}" for why, names in reasons.items()]
+        if r["desktop_memory_limit_gib"] is not None:
+            notes.append(f"{r['run']}: desktop memory is each desktop's cap ({r['desktop_memory_limit_gib']:g} GiB) "
+                         "x env s: what the desktops used is not recorded")
+    if by == "domain":
+        notes.append("Per domain, the model busy s and tokens are the run's, shared out by each domain's share of "
+                     "the attempts' model-call time.")
+    return notes
+
+
+def _cost_domain_rows(r: dict, prices: dict) -> list[dict]:
+    rows = []
+    for d, f in r["domains"].items():
+        row = {"run": r["run"], "domain": d, "successes / pairs": f"{f['successes']} / {f['pairs']}",
+               "env s": _amount(f["env_s"]), "env s / success": _amount(f["env_s_per_success"]),
+               "model busy s / success": _amount(f["model_busy_s_per_success"]),
+               "tokens / success": _amount(f["tokens_per_success"], 0)}
+        if prices:
+            row.update({"cost": _money(f["cost"]), "cost / task": _money(f["cost_per_task"]),
+                        "cost / success": _money(f["cost_per_success"])})
+        rows.append(row)
+    return rows
+
+
+def _cost_flat(r: dict) -> dict:
+    return {k: v for k, v in r.items() if not isinstance(v, dict)}
+
+
+def render_cost(runs: list[dict], prices: dict, fmt: str, by: str | None) -> str:
+    """`cua stats --cost`: per run its totals, per success and, with prices, in money; per domain with --by."""
+    if fmt == "json":
+        return json.dumps({"runs": runs, "prices": prices}, indent=2)
+    if fmt == "csv":
+        rows = [_cost_flat(r) for r in runs]
+        if by == "domain":
+            rows = [{"run": r["run"], "domain": d, **f} for r in runs for d, f in r["domains"].items()]
+        return _printable(_csv(rows))
+    tablefmt = "github" if fmt == "markdown" else "simple_outline"
+    table = [[label, *(_cost_cell(r[key], digits) for r in runs)] for label, key, digits in _cost_rows(prices)]
+    parts = [tabulate(table, headers=["", *(r["run"] for r in runs)], tablefmt=tablefmt, disable_numparse=True)]
+    domains = [row for r in runs for row in _cost_domain_rows(r, prices)] if by == "domain" else []
+    if domains:
+        parts.append(tabulate(domains, headers="keys", tablefmt=tablefmt, disable_numparse=True))
+    return _printable("\n\n".join(parts + _cost_notes(runs, prices, by)))
+
+
+def render_cost_compare(a: dict, b: dict, diff: dict, prices: dict, fmt: str) -> str:
+    """`cua compare --cost`: both runs' cost figures side by side, with B - A; per domain, per success."""
+    if fmt == "json":
+        return json.dumps({"run_a": a, "run_b": b, "delta": diff, "prices": prices}, indent=2)
+    rows = _cost_rows(prices)
+    if fmt == "csv":
+        return _printable(_csv([{"figure": key, "A": a[key], "B": b[key], "B-A": diff.get(key)}
+                                for _, key, _ in rows]))
+    tablefmt = "github" if fmt == "markdown" else "simple_outline"
+    table = [[label, _cost_cell(a[key], digits), _cost_cell(b[key], digits), _cost_cell(diff.get(key), digits, True)]
+             for label, key, digits in rows]
+    per = [("env s / success", "env_s_per_success", 1), ("model busy s / success", "model_busy_s_per_success", 1),
+           ("tokens / success", "tokens_per_success", 0)] + ([("cost / success", "cost_per_success", None)]
+                                                               if prices else [])
+    domains = []
+    for d in sorted(set(a["domains"]) | set(b["domains"])):
+        fa, fb = a["domains"].get(d), b["domains"].get(d)
+        row = {"domain": d, "successes A": "-" if fa is None else fa["successes"],
+               "successes B": "-" if fb is None else fb["successes"]}
+        for label, key, digits in per:
+            row[f"{label} A"] = "-" if fa is None else _cost_cell(fa[key], digits)
+            row[f"{label} B"] = "-" if fb is None else _cost_cell(fb[key], digits)
+        domains.append(row)
+    parts = [f"A: {a['run']}\nB: {b['run']}",
+             tabulate(table, headers=["", "A", "B", "B - A"], tablefmt=tablefmt, disable_numparse=True)]
+    if domains:
+        parts.append(tabulate(domains, headers="keys", tablefmt=tablefmt, disable_numparse=True))
+    return _printable("\n\n".join(parts + _cost_notes([a, b], prices, "domain")))
