@@ -585,6 +585,7 @@ def _tone(path: Path, notes: list, rate: int = 22050, noise: float = 0.0, seed: 
     return str(path)
 
 
+@pytest.mark.slow  # librosa's first call compiles its numba kernels: about 15 s
 @properties(5, notes=st.lists(st.sampled_from([220, 330, 440, 550, 660]), min_size=1, max_size=6),
             change=st.sampled_from(["same", "noise", "other", "shorter", "rate", "broken", "empty"]),
             noise=st.sampled_from([0.01, 0.1, 0.3]), seed=st.integers(0, 100))
