@@ -711,7 +711,9 @@ def view(runs, out):
 @click.option("--window", type=click.FloatRange(1, 86400), default=60.0, show_default=True,
               help="Seconds of recent history behind the recent steps/s, env busy and server figures.")
 @click.option("--once", is_flag=True, help="Print one frame and exit 0 (for scripts).")
-def top(run, interval, window, once):
+@click.option("--live-view", is_flag=True,
+              help="Serve `cua watch`'s pages on 127.0.0.1 too, with a link to each running desktop's screen.")
+def top(run, interval, window, once, live_view):
     """A live view of a rollout from its run folder: progress, success rate, steps/s, env and model load.
 
     Reads only the run folder (episodes.jsonl, metrics.jsonl, the queue), so it
@@ -720,7 +722,9 @@ def top(run, interval, window, once):
     the judged pairs with its 95% interval, steps/s and the env slots' busy
     share (recent and overall), each model server's requests running and
     waiting, KV cache, prefix hits and tokens/s (or "down"), GPUs, errors by
-    stop reason and the longest-running episodes.
+    stop reason and the longest-running episodes. With --live-view it serves
+    the pages of `cua watch` while it runs and links each running episode on a
+    desktop to its live screen (a rollout on this host).
 
     It exits 0 with the last frame shown once the run has ended: nothing
     pending or claimed, every scheduled pair done or failed, for 5 s (a
@@ -733,6 +737,7 @@ def top(run, interval, window, once):
       cua top
       cua top results/exp-20261121-0900 --interval 5
       cua top results/exp-20261121-0900 --once > status.txt
+      cua top results/exp-20261121-0900 --live-view
     """
     from rich.console import Console
 
@@ -741,10 +746,110 @@ def top(run, interval, window, once):
     from .top.watch import newest_run
 
     path = run or newest_run(Path("results"))
-    if once:
-        one_frame(path, window, Console())
-    else:
-        follow(path, interval, window, Console())
+    server = _live_view(path) if live_view else None
+    links = None
+    if server is not None:
+        def links():
+            urls = {}
+            for e in server.episodes():
+                if e.sample_attempt is not None:
+                    urls[(e.task_id, *e.sample_attempt)] = server.url(e)
+            return server.url(), urls
+    try:
+        if once:
+            one_frame(path, window, Console(), links)
+        else:
+            follow(path, interval, window, Console(), links)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def _live_view(run: str):
+    """`cua watch`'s server for the run, serving in a thread (shut down by the caller)."""
+    import threading
+
+    from .watch.server import WatchServer, novnc_dir
+
+    novnc = novnc_dir()
+    if novnc is None:
+        raise InputError("the live view needs Debian's novnc (/usr/share/novnc): run scripts/setup_env.sh")
+    try:
+        server = WatchServer(run, "127.0.0.1", 0, novnc)
+    except OSError as e:
+        raise InputError(f"cannot serve the live view on 127.0.0.1: {e.strerror}") from None
+    threading.Thread(target=server.serve_forever, args=(0.2,), daemon=True, name="live-view").start()
+    return server
+
+
+@main.command()
+@click.argument("run", type=click.Path(file_okay=False))
+@click.argument("episode", required=False)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to serve the pages on; another lets other hosts in (anyone with the URL sees the screens).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port (0: a free one).")
+@click.option("--no-browser", is_flag=True, help="Print the page's URL and serve it without opening a browser "
+                                                 "(a remote host, a script).")
+def watch(run, episode, host, port, no_browser):
+    """Watch a rollout's desktops live in the browser: the screen, the task and the last step.
+
+    EPISODE is a task id, TASK/SAMPLE or TASK/SAMPLE/ATTEMPT; without it the
+    page lists the run's running episodes. The screen is view-only. It comes
+    through the rollout itself (its `screens.sock` in the run folder), which
+    alone holds the env servers' token, so RUN must be a rollout running on
+    this host; the page's URL carries a token of its own, made for this
+    command. Serves until Ctrl-C.
+
+    \b
+    Examples:
+      cua watch results/exp-20261121-0900
+      cua watch results/exp-20261121-0900 0bed8fd5-1c5b-4b8f-9e2b-4f0c2e4d1a11/0
+      cua watch results/exp-20261121-0900 --no-browser --port 8765
+    """
+    import webbrowser
+
+    from ._util.signals import serve_until_stopped
+    from .runfolder.confined import Refused
+    from .watch.episodes import find, running
+    from .watch.server import WatchServer, novnc_dir
+
+    if not (Path(run) / "run.json").is_file():
+        raise InputError(f"{run}: not a run folder (no run.json)")
+    novnc = novnc_dir()
+    if novnc is None:
+        raise InputError("the live view needs Debian's novnc (/usr/share/novnc): run scripts/setup_env.sh")
+    try:
+        now = running(run)
+    except Refused as e:
+        raise InputError(f"{run}/leases.jsonl {e}") from None
+    chosen = None
+    if episode is not None:
+        matches = find(now, episode)
+        listed = "".join(f"\n  {e.task_id}/{'/'.join(map(str, e.sample_attempt or ()))}" for e in now[:20])
+        if len(matches) != 1:
+            raise InputError(f"{episode!r:.200}: " + (f"names {len(matches)} running episodes: give TASK/SAMPLE/ATTEMPT"
+                             if matches else "no such episode runs on a desktop now")
+                             + (f"; running:{listed}" if now else ""))
+        chosen = matches[0]
+    try:
+        server = WatchServer(run, host, port, novnc)
+    except OSError as e:
+        raise InputError(f"cannot serve on {host}:{port}: {e.strerror}") from None
+    if not (Path(run) / "screens.sock").exists():
+        warn(f"{run}: no rollout shows its screens now (no screens.sock): the pages show the steps only")
+
+    def announce():
+        url = server.url(chosen)
+        click.echo(f"watching {server.name}: {url}", nl=True)
+        sys.stdout.flush()
+        if not no_browser and not webbrowser.open(url):
+            click.echo("no browser to open here: open the URL above in one")
+
+    try:
+        serve_until_stopped(server, announce)
+    finally:
+        server.server_close()
 
 
 @main.command()

@@ -15,10 +15,11 @@ if ! PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null || ! command -v maria
     PKGS+=(mariadb-server mariadb-client)
 fi
 # cua's own OSWorld-style desktops (cua env-server --backend desktop): an X server, a window manager,
-# D-Bus and AT-SPI, the tools OSWorld's tasks and routes call, and a terminal OSWorld can read.
+# D-Bus and AT-SPI, the tools OSWorld's tasks and routes call, a terminal OSWorld can read, and the
+# live view of `cua watch`: x11vnc in each desktop while someone watches, noVNC in the browser.
 DESKTOP_PKGS=(xvfb openbox wmctrl xdotool scrot x11-utils python3-tk python3-pyatspi sudo
               gsettings-desktop-schemas libglib2.0-bin dbus-x11 at-spi2-core gnome-terminal
-              fonts-dejavu-core xterm)
+              fonts-dejavu-core xterm x11vnc novnc)
 for pkg in "${DESKTOP_PKGS[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
         PKGS+=("$pkg")

@@ -31,7 +31,7 @@ LAYERS = [
     ["cua_cli.dart"],                                       # DART-GUI's rounds, reloads, tables, folders
     ["cua_cli.stats"],                                      # numbers from result folders
     ["cua_cli.rollout"],
-    ["cua_cli.view", "cua_cli.export", "cua_cli.logprobs_check", "cua_cli.top"],
+    ["cua_cli.view", "cua_cli.export", "cua_cli.logprobs_check", "cua_cli.top", "cua_cli.watch"],
     ["cua_cli.cli", "cua_cli.__main__"],
 ]
 

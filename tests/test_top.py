@@ -4,9 +4,12 @@ run, hostile run folders, and the real command beside a real MiniWoB rollout."""
 import io
 import json
 import os
+import queue
 import re
 import signal
 import tempfile
+import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from cua_cli.runfolder.jsonl import read_lines
+from cua_cli.runfolder.leases import held_record, record
 from cua_cli.runfolder.names import pair_key
 from cua_cli.runfolder.records import PHASES
 from cua_cli.runfolder.writer import traj_rel
@@ -176,6 +180,37 @@ def test_ctrl_c_ends_a_live_top_with_130_and_no_traceback(tmp_path):
     p = start_cua("top", str(run), "--interval", "0.2")
     try:
         wait_for(lambda: p.stdout.readline().strip(), timeout=60, what="the first line")
+        os.kill(p.pid, signal.SIGINT)
+        _, err = finish(p, 60)
+    finally:
+        kill_group(p)
+    assert p.returncode == 130 and "Traceback" not in err, err
+
+
+def test_live_view_links_each_running_desktop_to_its_page_while_top_runs(tmp_path):
+    run = make_run(tmp_path / "run", tasks="ab", claims=[("a", T0, 1), ("b", T0, 1)])
+    # a plays on a desktop; b on a text env, which has no screen to show
+    record(run, held_record("http://127.0.0.1:9", "d1", api="http://127.0.0.1:1", task_id="a",
+                            traj=traj_rel("a", 0, 0)))
+    record(run, held_record("http://127.0.0.1:9", "t1", protocol="env-cluster", task_id="b",
+                            traj=traj_rel("b", 0, 0)))
+    r = run_cua("top", str(run), "--once", "--live-view", env={"COLUMNS": "200"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    (base,) = re.findall(r"live view of every running desktop: (http://127\.0\.0\.1:\d+/[\w-]+/)", r.stdout)
+    rows = {line.split()[0]: line.split()[-1] for line in r.stdout.splitlines() if line.strip()[:2] in ("a ", "b ")}
+    assert re.fullmatch(r"e/[0-9a-f]{12}", rows["a"]) and rows["b"] == "-", r.stdout
+    p = start_cua("top", str(run), "--interval", "0.2", "--live-view")
+    try:
+        lines = queue.Queue()
+        threading.Thread(target=lambda: lines.put(p.stdout.readline()), daemon=True).start()
+        first = lines.get(timeout=60).strip()
+        base = first.rpartition(" ")[2]
+        assert first.startswith("live view of every running desktop: http://127.0.0.1:"), first
+        with urllib.request.urlopen(base + "episodes.json", timeout=30) as answer:  # served while top runs
+            (episode,) = json.load(answer)
+        assert episode["task_id"] == "a"
+        with urllib.request.urlopen(f"{base}e/{episode['key']}", timeout=30) as answer:
+            assert b"cua watch" in answer.read()
         os.kill(p.pid, signal.SIGINT)
         _, err = finish(p, 60)
     finally:

@@ -29,6 +29,7 @@ from .envserver_process import EnvServerProcess
 from .leftovers import LOCAL_SERVER, release_leftovers
 from .monitor import Monitor
 from .progress import Progress
+from .screens import live_screens
 from .sinks import SinkFollower
 
 # After the first stop signal, running episodes get this long to end as interrupted; then the
@@ -97,9 +98,11 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     monitor.start()
     progress = Progress(run.path, queue)
     dart_run_id = cfg.storage.mysql.run_id or run.path.name  # the id DART-GUI's trainer is configured with
-    follower = watcher = runners = None
+    follower = watcher = runners = screens = None
     stopping, give_up_at = 0, math.inf  # 0 running, 1 ending episodes, 2 stopped at once
     try:
+        if cfg.env.kind == "osworld":  # `cua watch` sees the desktops through it: only this process holds their token
+            screens = live_screens(run.path, [env_url, *cfg.env.osworld.servers], secrets.get("env"))
         runners = make_backend(cfg, run, env_url, secrets, watch)
         follower = SinkFollower(run.path, sinks, dart_run_id) if sinks else None
         if follower:
@@ -129,6 +132,8 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     finally:
         progress.close()
         monitor.stop()
+        if screens:
+            screens.close()
         if runners is not None:  # envs of runners stopped at once or lost (leases.jsonl), while servers still run
             release_leftovers(run.path, secrets.get("env"), local_too=False)
         if local:

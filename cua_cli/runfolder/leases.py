@@ -44,15 +44,18 @@ ENV_CLUSTER = "env-cluster"
 def still_held(run_path) -> list[dict]:
     """The held records with no release after them, in the order they were taken."""
     path = Path(run_path) / LEASES
-    if not path.exists():
-        return []
-    held: dict[str, dict] = {}
-    for rec in read_lines(path):
+    return held(read_lines(path)) if path.exists() else []
+
+
+def held(records) -> list[dict]:
+    """Of leases.jsonl's records, the held ones with no release after them, in the order they were taken."""
+    out: dict[str, dict] = {}
+    for rec in records:
         key, state = rec.get("lease"), rec.get("state")
         if not isinstance(key, str):
             continue
         if state == "held" and isinstance(rec.get("server"), str) and isinstance(rec.get("id"), str):
-            held[key] = rec
+            out[key] = rec
         elif state == "released":
-            held.pop(key, None)
-    return list(held.values())
+            out.pop(key, None)
+    return list(out.values())

@@ -140,10 +140,19 @@ def _errors(snap: dict) -> Table:
 
 
 def _slowest(snap: dict) -> Table:
-    t = _table("Slowest running episodes", "task", "sample", "attempt", "running for", "steps")
+    links = snap.get("links")
+    t = _table("Slowest running episodes", "task", "sample", "attempt", "running for", "steps",
+               *(["live view"] if links is not None else []))
+    if links is not None:
+        t.columns[0].max_width, t.columns[-1].min_width = 20, len("e/") + 12  # a page's path, whole, in 80 columns
     for e in snap["slowest"]:
-        t.add_row(Text(shown(e["task_id"])), str(e["sample"]), str(e["attempt"]), duration(e["running_s"]),
-                  "-" if e["steps"] is None else str(e["steps"]))
+        row = [Text(shown(e["task_id"])), str(e["sample"]), str(e["attempt"]), duration(e["running_s"]),
+               "-" if e["steps"] is None else str(e["steps"])]
+        if links is not None:
+            url = links.get((e["task_id"], e["sample"], e["attempt"]))
+            # The page's path after the live view's URL (in the frame), the whole URL as the hyperlink.
+            row.append(Text(url[url.rindex("/e/") + 1:], style=f"link {url}") if url else Text("-"))
+        t.add_row(*row)
     return t
 
 
@@ -154,6 +163,9 @@ def frame(snap: dict, interval: float | None = None):
                          f" · {time.strftime('%H:%M:%S', time.localtime(snap['now']))}",
                          f" (every {interval:g} s)" if interval else "")
     parts = [head, Panel(_summary(snap), box=box.ROUNDED, expand=False)]
+    if snap.get("live_view"):
+        url = snap["live_view"]
+        parts.append(Text.assemble("live view of every running desktop: ", (url, f"link {url}")))
     if snap["servers"]:
         parts.append(_servers(snap))
     if snap["gpus"]:

@@ -9,6 +9,7 @@ CLI's to turn into exit status 130.
 """
 
 import time
+from typing import Callable
 
 from rich.console import Console
 from rich.live import Live
@@ -16,30 +17,49 @@ from rich.live import Live
 from .frame import finished, frame, line
 from .watch import RunWatch
 
+# The live view's links: the page of all running desktops, and each one's page by (task, sample, attempt).
+Links = Callable[[], tuple[str, dict[tuple[str, int, int], str]]]
 
-def once(path, window: float, console: Console) -> dict:
+
+class _Refresh:
+    """A RunWatch's snapshots, with the live view's links when there are any."""
+
+    def __init__(self, path, window: float, links: Links | None):
+        self.watch, self.links = RunWatch(path, window), links
+
+    def __call__(self) -> dict:
+        snap = self.watch.refresh()
+        if self.links is not None:
+            snap["live_view"], snap["links"] = self.links()
+        return snap
+
+
+def once(path, window: float, console: Console, links: Links | None = None) -> dict:
     """Print one frame of the run at `path`; its snapshot."""
-    snap = RunWatch(path, window).refresh()
+    snap = _Refresh(path, window, links)()
     console.print(frame(snap))
     return snap
 
 
-def follow(path, interval: float, window: float, console: Console) -> dict:
+def follow(path, interval: float, window: float, console: Console, links: Links | None = None) -> dict:
     """Show the run at `path` until it has ended; its last snapshot."""
-    watch = RunWatch(path, window)
-    snap = watch.refresh()
+    refresh = _Refresh(path, window, links)
+    snap = refresh()
     if not console.is_terminal:
-        return _log(watch, snap, interval, console)
+        return _log(refresh, snap, interval, console)
     with Live(frame(snap, interval), console=console, auto_refresh=False, transient=False) as live:
         while not snap["ended"]:
             _pause(snap, interval)
-            snap = watch.refresh()
+            snap = refresh()
             live.update(frame(snap, interval), refresh=True)
     return snap
 
 
-def _log(watch: RunWatch, snap: dict, interval: float, console: Console) -> dict:
+def _log(refresh: _Refresh, snap: dict, interval: float, console: Console) -> dict:
     last = None
+    if snap.get("live_view"):
+        console.print(f"live view of every running desktop: {snap['live_view']}", markup=False, highlight=False,
+                      soft_wrap=True)
     while True:
         state = (snap["status"], finished(snap), snap["queue"]["claimed"], snap["errors"])
         if state != last:
@@ -48,7 +68,7 @@ def _log(watch: RunWatch, snap: dict, interval: float, console: Console) -> dict
         if snap["ended"]:
             break
         _pause(snap, interval)
-        snap = watch.refresh()
+        snap = refresh()
     console.print(frame(snap))
     return snap
 

@@ -4,6 +4,10 @@ own RemoteDockerProvider (and cua's osworld client) can allocate cua desktops.
 GET /tokens  POST /start_emulator  DELETE /emulators/{id}  POST /stop_emulator  GET /emulators
 GET /emulator_status/{id}  GET /ping  GET /status  POST /stop_all_emulators
 
+and cua's own: GET /emulators/{id}/vnc, a WebSocket carrying the desktop's screen (view-only RFB, as
+noVNC speaks it) to whoever holds the desktop's token: `cua watch` reaches desktops through it, so
+no VNC port is opened on any host.
+
 The bearer token (Authorization header, or "token" in the JSON body or the query, as DART's server
 accepts) is compared with the one read from the environment: none given is 401, another is 403.
 Replies are {"message", "code", "data"}; an error's code is its HTTP status (429 when full).
@@ -11,11 +15,15 @@ Replies are {"message", "code", "data"}; an error's code is its HTTP status (429
 
 import hmac
 import re
+from pathlib import Path
 
+from cua_cli._util import websocket as ws
 from cua_cli.envserver.desktop.httpbase import APIHandler, HTTPReply
 from cua_cli.envserver.desktop.pool import PoolFull
+from cua_cli.envserver.desktop.screen_share import bridge, open_screen
 
 EMULATOR = re.compile(r"^/(emulators|emulator_status)/([0-9a-fA-F-]{1,64})$")
+SCREEN = re.compile(r"^/emulators/([0-9a-fA-F-]{1,64})/vnc$")
 
 
 def _fail(status: int, message: str) -> HTTPReply:
@@ -60,6 +68,10 @@ class DartHandler(APIHandler):
             for i in ids:
                 pool.release(i)
             raise _ok({"stopped": ids}, f"Stopped {len(ids)} emulators")
+        screen = SCREEN.match(path)
+        if screen and method == "GET":
+            self._watch(screen.group(1), token)
+            return
         match = EMULATOR.match(path)
         if match and match.group(1) == "emulators" and method == "DELETE":
             self._stop(match.group(2), token)
@@ -69,7 +81,27 @@ class DartHandler(APIHandler):
                 raise _fail(404, "no such emulator")
             alive = lease.desktop.sandbox.alive()
             raise _ok({**self._describe(lease, token), "status": "running" if alive else "exited"})
-        raise _fail(404 if not match and path not in ROUTES else 405, f"no route {method} {path}")
+        raise _fail(404 if not (match or screen) and path not in ROUTES else 405, f"no route {method} {path}")
+
+    def _watch(self, emulator_id: str, token: str) -> None:
+        """The desktop's screen, until the viewer or the desktop goes."""
+        lease = self.server.pool.get(emulator_id)
+        if lease is None or lease.token != token:
+            raise _fail(404, "no such emulator")
+        if problem := ws.upgrade_problem(self.headers):
+            raise _fail(400, f"/emulators/{emulator_id}/vnc is a WebSocket: {problem}")
+        try:
+            inside = open_screen(Path(lease.desktop.sandbox.socket_path).parent)
+        except OSError as e:
+            raise _fail(503, f"the desktop's screen cannot be watched now: {e}") from None
+        self.close_connection = True  # the connection is the stream's now
+        try:
+            self.connection.settimeout(None)  # a viewer of a still screen sends nothing for as long as it lasts
+            self.connection.sendall(ws.handshake_reply(self.headers))
+        except OSError:
+            inside.close()
+            return
+        bridge(self.rfile.read, self.connection, inside)
 
     def _stop(self, emulator_id: str, token: str) -> None:
         lease = self.server.pool.get(emulator_id)

@@ -21,6 +21,7 @@ import threading
 import time
 
 import ports
+import screen_share
 import wire
 from recording import Recorder
 
@@ -404,6 +405,7 @@ def main() -> None:
     server.bind(SOCKET)
     server.listen(64)
     ports.publish(web="http_proxy" in os.environ)
+    screen_share.serve()
     _wait_for_window_manager()  # wmctrl-based routes need it
     executor.screenshot({}, b"")  # warm the grab and the encoder before saying ready
     ready_fd = int(os.environ.pop("CUA_READY_FD"))

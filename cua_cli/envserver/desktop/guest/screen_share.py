@@ -1,0 +1,44 @@
+"""Inside a desktop: its screen over VNC for a person watching (`cua watch`), only while one does.
+
+Each connection to /run/cua/vnc.sock (the host's env server makes it for a viewer) gets an x11vnc
+of its own in inetd mode: it speaks RFB over that connection and exits when the viewer leaves. No
+port is opened, and nothing runs while nobody watches. It is view-only: x11vnc ignores the
+viewer's pointer and keys, and the clipboard is not shared either way.
+"""
+
+import os
+import socket
+import subprocess
+import threading
+
+FOLDER = "/run/cua"
+VIEW_SOCKET = "vnc.sock"
+
+
+def _x11vnc_args(display: str) -> list[str]:
+    return ["x11vnc", "-inetd", "-display", display, "-viewonly", "-nosel", "-nopw", "-quiet",
+            "-noxrecord", "-wait", "30", "-defer", "30"]  # a screen every 30 ms at most: a viewer costs little CPU
+
+
+def _serve(listener: socket.socket, display: str) -> None:
+    while True:
+        conn, _ = listener.accept()
+        try:
+            proc = subprocess.Popen(_x11vnc_args(display), stdin=conn, stdout=conn, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError:  # no x11vnc here: the viewer sees a closed connection
+            conn.close()
+            continue
+        conn.close()  # x11vnc holds it now
+        threading.Thread(target=proc.wait, daemon=True).start()  # reaped when the viewer leaves
+
+
+def serve() -> None:
+    """Listen on the view socket in a thread of the executor."""
+    path = os.path.join(FOLDER, VIEW_SOCKET)
+    if os.path.exists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    threading.Thread(target=_serve, args=(listener, os.environ["DISPLAY"]), daemon=True, name="vnc").start()

@@ -1,0 +1,112 @@
+"""`cua watch` on a real rollout: `cua rollout` plays an OSWorld task on cua's own desktop (openbox,
+Xvfb in its namespaces), `cua watch --no-browser` serves the episode's page, and a real headless
+Chromium shows its screen through noVNC. The page's canvas turns red when the agent's action turns
+the desktop red; x11vnc runs only while the page is open; the page says when the episode has ended."""
+
+import io
+import json
+import shutil
+import signal
+import threading
+
+import psutil
+import pytest
+from helpers import desktops
+from helpers.cli import ROOT, finish, start_cua
+from helpers.processes import kill_group, signal_group
+from helpers.waiting import wait_for
+from PIL import Image
+
+pytestmark = [desktops.needs_desktops, pytest.mark.slow]
+
+DATA = ROOT / "tests/data/osworld"
+TASK = "cua-os-move-notes"
+
+
+def _until_flag(name: str, then: str = "") -> str:
+    """An action of the scripted agent: wait for the test's flag file in the desktop's home, then `then`."""
+    return ("```python\nimport os, subprocess, time\n"
+            f"for _ in range(400):\n    if os.path.exists(os.path.expanduser('~/{name}')): break\n"
+            f"    time.sleep(0.1)\n{then}\n```")
+
+
+def _x11vncs() -> list[int]:
+    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "x11vnc"]
+
+
+PIXEL = """const c = document.querySelector('#screen canvas');
+if (!c || !c.width) return null;
+return Array.from(c.getContext('2d').getImageData(arguments[0], arguments[1], 1, 1).data.slice(0, 3));"""
+
+
+def test_a_running_episode_is_watched_live_in_chromium(tmp_path):
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (scripts/setup_env.sh installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({TASK: [_until_flag("go1", "subprocess.run(['xsetroot', '-solid', 'red'])"),
+                                         _until_flag("go2"), "DONE"]}))
+    cfg = tmp_path / "watched.yaml"
+    cfg.write_text(f"""
+run: {{name: watched, results_dir: {tmp_path}/results}}
+tasks: {{kind: osworld, osworld: {{task_list: {DATA}/evaluation_examples/test_all.json,
+                                  examples_dir: {DATA}/evaluation_examples/examples, ids: [{TASK}]}}}}
+env: {{kind: osworld, url: local, local: {{max_envs: 1}}, osworld: {{session: openbox, pause_s: 0.1,
+                                                                   files_dir: {DATA}/cache}}}}
+model: {{provider: script, script: {script}}}
+agent: {{kind: osworld}}
+runner: {{num_envs: 1, max_steps: 5, step_timeout_s: 90, episode_timeout_s: 300}}
+""")
+    rollout = start_cua("rollout", str(cfg))
+    watch = browser = None
+    try:
+        wait_for(lambda: list((tmp_path / "results").glob("watched-*/screens.sock")), 180, "the rollout's relay")
+        (run,) = (tmp_path / "results").iterdir()
+        wait_for(lambda: (run / "leases.jsonl").exists(), 180, "the desktop's lease")
+        api = json.loads((run / "leases.jsonl").read_text().splitlines()[0])["api"]
+
+        watch = start_cua("watch", str(run), TASK, "--no-browser")
+        lines = []
+        threading.Thread(target=lambda: lines.append(watch.stdout.readline()), daemon=True).start()
+        wait_for(lambda: lines, 60, "cua watch's URL")
+        url = lines[0].split(": ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:") and "/e/" in url, lines
+        assert _x11vncs() == []  # nobody watches yet: no VNC server runs
+
+        options = webdriver.ChromeOptions()
+        for arg in ("--headless=new", "--no-sandbox", "--window-size=1200,800", f"--user-data-dir={tmp_path}/chrome"):
+            options.add_argument(arg)
+        browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+        browser.get(url)
+        status = lambda: browser.find_element("id", "status").text  # noqa: E731
+        wait_for(lambda: status() == "live, view only", 60, "the page's screen to connect")
+        wait_for(lambda: browser.execute_script(PIXEL, 5, 5) is not None, 60, "the screen's first frame")
+        assert len(_x11vncs()) == 1
+        assert browser.execute_script(PIXEL, 5, 5) != [255, 0, 0]
+        assert browser.find_element("id", "instruction").text  # the task's instruction, from its claim
+
+        desktops.run(api, "touch ~/go1", shell=True)  # the agent's action turns the desktop red
+        wait_for(lambda: browser.execute_script(PIXEL, 5, 5) == [255, 0, 0], 60, "the red screen on the page")
+        _, _, png = desktops.request(api + "/screenshot")
+        assert Image.open(io.BytesIO(png)).convert("RGB").getpixel((5, 5)) == (255, 0, 0)  # as the desktop has it
+        wait_for(lambda: browser.find_element("id", "steps").text == "1", 60, "the first step on the page")
+
+        desktops.run(api, "touch ~/go2", shell=True)
+        out, err = finish(rollout, 300)
+        assert rollout.returncode == 0, err[-3000:]
+        wait_for(lambda: status() == "the episode has ended", 60, "the page to say the episode ended")
+        assert not (run / "screens.sock").exists()
+        browser.quit()
+        browser = None
+        wait_for(lambda: _x11vncs() == [], 60, "x11vnc to end with the desktop")
+        signal_group(watch, signal.SIGINT)
+        _, err = finish(watch, 60)
+        assert watch.returncode == 0 and "Traceback" not in err, err
+    finally:
+        if browser is not None:
+            browser.quit()
+        for p in (watch, rollout):
+            if p is not None:
+                kill_group(p)
