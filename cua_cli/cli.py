@@ -791,21 +791,29 @@ def _live_view(run: str):
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port (0: a free one).")
 @click.option("--no-browser", is_flag=True, help="Print the page's URL and serve it without opening a browser "
                                                  "(a remote host, a script).")
-def watch(run, episode, host, port, no_browser):
+@click.option("--takeover", is_flag=True, help="Take EPISODE over at once: its agent pauses at its next step and "
+                                               "the page gets the desktop's mouse and keyboard.")
+def watch(run, episode, host, port, no_browser, takeover):
     """Watch a rollout's desktops live in the browser: the screen, the task and the last step.
 
     EPISODE is a task id, TASK/SAMPLE or TASK/SAMPLE/ATTEMPT; without it the
-    page lists the run's running episodes. The screen is view-only. It comes
-    through the rollout itself (its `screens.sock` in the run folder), which
-    alone holds the env servers' token, so RUN must be a rollout running on
-    this host; the page's URL carries a token of its own, made for this
-    command. Serves until Ctrl-C.
+    page lists the run's running episodes. The screen is view-only until you
+    take the episode over (--takeover, or the page's button): its agent then
+    pauses at its next step, without a deadline, and the page has the
+    desktop's mouse and keyboard until you give it back or end the episode
+    (done, infeasible, or abandoned unscored); the episode's steps say who
+    acted (`actor`). The screen comes through the rollout itself (its
+    `screens.sock` in the run folder), which alone holds the env servers'
+    token, so RUN must be a rollout running on this host; the page's URL
+    carries a token of its own, made for this command. Serves until Ctrl-C,
+    which gives back a desktop still held.
 
     \b
     Examples:
       cua watch results/exp-20261121-0900
       cua watch results/exp-20261121-0900 0bed8fd5-1c5b-4b8f-9e2b-4f0c2e4d1a11/0
       cua watch results/exp-20261121-0900 --no-browser --port 8765
+      cua watch results/exp-20261121-0900 0bed8fd5-1c5b-4b8f-9e2b-4f0c2e4d1a11/0/0 --takeover
     """
     import webbrowser
 
@@ -824,6 +832,8 @@ def watch(run, episode, host, port, no_browser):
     except Refused as e:
         raise InputError(f"{run}/leases.jsonl {e}") from None
     chosen = None
+    if takeover and episode is None:
+        raise InputError("--takeover: name the EPISODE to take over")
     if episode is not None:
         matches = find(now, episode)
         listed = "".join(f"\n  {e.task_id}/{'/'.join(map(str, e.sample_attempt or ()))}" for e in now[:20])
@@ -838,6 +848,9 @@ def watch(run, episode, host, port, no_browser):
         raise InputError(f"cannot serve on {host}:{port}: {e.strerror}") from None
     if not (Path(run) / "screens.sock").exists():
         warn(f"{run}: no rollout shows its screens now (no screens.sock): the pages show the steps only")
+    if takeover and (problem := server.take(chosen, "hold")):
+        server.server_close()
+        raise InputError(f"--takeover: {chosen.task_id!r:.200}: {problem}")
 
     def announce():
         url = server.url(chosen)
@@ -868,7 +881,10 @@ def watch(run, episode, host, port, no_browser):
               help="Keep model calls of these policy versions, e.g. 3-5,7 (not with atif).")
 @click.option("--mixed-groups", is_flag=True, help="Keep groups that hold both a success and a failure only.")
 @click.option("--failed-tries", is_flag=True, help="Also a row for each answer the agent asked again after.")
-def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries):
+@click.option("--actors", type=click.Choice(["all", "agent", "human"]), default="all", show_default=True,
+              help="agent: only attempts no person took over (`cua watch --takeover`); human: only those.")
+def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries,
+           actors):
     """Turn runs into training data for RL trainers: one row per model call (step-wise).
 
     Each row has the prompt's and the response's token ids, the response's
@@ -882,12 +898,13 @@ def export(runs, out, fmt, group_by, all_attempts, outcomes, min_steps, policy_v
     Examples:
       cua export results/exp-20261121-0900 --format parquet --out data/step-rows.parquet
       cua export results/exp-* --format jsonl --out rows.jsonl --mixed-groups --outcomes success,failure
-      cua export results/exp-20261121-0900 --format sft --out sft.jsonl
+      cua export results/exp-20261121-0900 --format sft --out sft.jsonl --actors agent
       cua export results/exp-20261121-0900 --format atif --out atif/
     """
     from .export import ExportOptions, export_runs
 
-    options = ExportOptions(group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries)
+    options = ExportOptions(group_by, all_attempts, outcomes, min_steps, policy_versions, mixed_groups, failed_tries,
+                            actors)
     summary = export_runs([Path(r) for r in runs], Path(out), fmt, options)
     click.echo(tabulate(list(summary.items()), tablefmt="simple_outline"))
 

@@ -20,6 +20,7 @@
         EpisodeTimeout        timeout: the episode deadline
         DesktopLimit          desktop_limit: a desktop hit a limit of its host; outcome "failure"
         Stopped               interrupted: the run is stopping (Ctrl-C)
+        Abandoned             abandoned: a person who took the episode over ended it unscored
       AgentMistake            the agent's: part of the episode, never outcome "error"
         ParseError            an answer that does not parse
         ActionRefused         an action the env understood and refused
@@ -134,6 +135,13 @@ class Stopped(EpisodeEnd):
 
     def __init__(self, message: str = "the run was stopped"):
         super().__init__(message)
+
+
+class Abandoned(EpisodeEnd):
+    """A person who took the episode over (`cua watch --takeover`) ended it without a verdict: not the
+    agent's failure nor the infrastructure's, and not tried again."""
+
+    stop_reason = "abandoned"
 
 
 class AgentMistake(CuaError):

@@ -301,3 +301,27 @@ def test_atif_options_and_folders(tmp_path):
     assert [p.name for p in (tmp_path / "empty").iterdir()] == ["run"]
     r = run_cua("export", str(run), "--format", "atif", "--out", str(tmp_path / "full"))
     assert r.returncode == 2 and "not an empty folder" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_persons_turn_is_the_users_step_and_actors_choose_the_attempts(tmp_path):
+    r = RunFolder(tmp_path, "run")
+    r.attempt("agent-only", 0, "success", steps=2)
+    held = {"step": 1, "actor": "human", "time": 1.0, "screenshot": "step_0001.png", "response": None,
+            "thought": None, "action": {"type": "takeover", "held_s": 4.2, "ended": "return"}, "commands": [],
+            "timings": {"env_s": 0.1, "model_s": 0.0, "act_s": 0.0}}
+    r.attempt("helped", 0, "success", steps=3, lines=[json.dumps(step_line(0, actor="agent")), json.dumps(held),
+                                                      json.dumps(step_line(2, actor="agent"))])
+    r.episodes[-1] = json.dumps({**json.loads(r.episodes[-1]), "human_steps": 1, "held_s": 4.2})
+    run = r.write()
+    counts = {}
+    for actors in ("all", "agent", "human"):
+        out = tmp_path / actors
+        summary = export_runs([run], out, "atif", ExportOptions(actors=actors))
+        counts[actors] = (len(exported(out)), summary["trajectories skipped by filters"])
+    assert counts == {"all": (2, 0), "agent": (1, 1), "human": (1, 1)}
+    (doc,) = [load(f) for f in exported(tmp_path / "human").values()]
+    assert [s.source for s in doc.steps] == ["user", "agent", "user", "agent"]  # the task, then who acted
+    (doc,) = [load(f) for f in exported(tmp_path / "agent").values()]
+    assert "user" not in [s.source for s in doc.steps[1:]]
+    with pytest.raises(InputError, match="--actors: 'robots' is not one of all, agent, human"):
+        ExportOptions(actors="robots")

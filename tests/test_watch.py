@@ -10,6 +10,7 @@ import os
 import socket
 import struct
 import threading
+import time
 import urllib.parse
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from cua_cli._util import websocket as ws
 from cua_cli.rollout.screens import ScreenRelay, forwarded
+from cua_cli.runfolder import takeover
 from cua_cli.runfolder.leases import held_record, record, released_record
 from cua_cli.runfolder.writer import traj_rel
 from cua_cli.watch import episodes as eps
@@ -302,12 +304,23 @@ def test_the_relay_opens_only_the_runs_own_desktops_and_the_token_goes_only_to_i
             answer = ask_relay(run, query)
             assert answer.startswith(b"HTTP/1.1 404") and why in answer, answer
         assert ask_relay(run, f"server={ours.url}&id=d1", {"Upgrade": "websocket"}).startswith(b"HTTP/1.1 400")
+        folder = run / traj_rel("a", 0, 0)
+        folder.mkdir(parents=True)
+        takeover.set_wish(folder, "hold")  # asked for, but the agent has not let go yet
+        for _ in range(2):
+            answer = ask_relay(run, f"server={ours.url}&id=d1&control=1")
+            assert answer.startswith(b"HTTP/1.1 403") and b"nobody holds this desktop" in answer, answer
+            takeover.set_wish(folder, "return")
+            takeover.set_held(folder, True)  # let go of, but given back since
         assert other.got == [] and ours.got == []
         answer = ask_relay(run, f"server={ours.url}&id=d1")  # the server's own refusal comes back, named
         assert answer.startswith(b"HTTP/1.1 502") and b"404 Not Found" in answer and b"nope" in answer
         (sent,) = ours.got
         assert sent.startswith(b"GET /emulators/d1/vnc HTTP/1.1\r\n") and b"Authorization: Bearer the-env-token" in sent
         assert f"Sec-WebSocket-Key: {KEY}".encode() in sent and b"the-env-token" not in answer
+        takeover.set_wish(folder, "hold")  # held by a person now: the pointer and keys go along
+        assert ask_relay(run, f"server={ours.url}&id=d1&control=1").startswith(b"HTTP/1.1 502")
+        assert ours.got[-1].startswith(b"GET /emulators/d1/vnc?control=1 HTTP/1.1\r\n")
     finally:
         relay.close()
         ours.sock.close()
@@ -319,7 +332,9 @@ def test_cua_watch_names_what_it_cannot_watch(tmp_path):
     run = make_run(tmp_path, [desktop("a", 0, 0, "d1"), desktop("a", 1, 0, "d2")])
     for args, message in [((str(tmp_path),), "not a run folder"),
                           ((str(run), "zzz"), "no such episode runs on a desktop now; running:\n  a/0/0\n  a/1/0"),
-                          ((str(run), "a"), "names 2 running episodes: give TASK/SAMPLE/ATTEMPT")]:
+                          ((str(run), "a"), "names 2 running episodes: give TASK/SAMPLE/ATTEMPT"),
+                          ((str(run), "--takeover"), "--takeover: name the EPISODE to take over"),
+                          ((str(run), "a/1/0", "--takeover"), "the episode has no folder yet")]:
         r = run_cua("watch", *args, "--no-browser", timeout=60)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
     (run / "leases.jsonl").rename(tmp_path / "leases.jsonl")
@@ -332,3 +347,80 @@ def test_a_viewers_header_cannot_add_a_line_to_the_request_cua_sends_on():
     sent = forwarded({**UPGRADE, "Sec-WebSocket-Protocol": "binary\r\nAuthorization: Bearer stolen",
                       "Sec-WebSocket-Version": "13\n"})
     assert sent == ["Upgrade: websocket", "Connection: keep-alive, Upgrade", f"Sec-WebSocket-Key: {KEY}"]
+
+
+# -- a person's takeover --------------------------------------------------------------------------
+
+def test_a_wish_is_read_only_from_a_small_regular_file_and_a_stale_hold_is_given_back(tmp_path):
+    folder = tmp_path / "attempt"
+    folder.mkdir()
+    assert takeover.wish(folder) is None
+    takeover.set_wish(folder, "hold")
+    assert takeover.wish(folder) == "hold"
+    assert takeover.wish(folder, now=time.time() + takeover.STALE_S + 1) == "return"  # its viewer went away
+    takeover.renew(folder)
+    assert takeover.wish(folder) == "hold"
+    for state in ("return", "finished", "fail", "abandon"):
+        takeover.set_wish(folder, state)
+        assert takeover.wish(folder) == state
+    with pytest.raises(ValueError):
+        takeover.set_wish(folder, "explode")
+    (folder / takeover.WISH).unlink()
+    (folder / takeover.WISH).symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_text('{"state": "hold"}')
+    assert takeover.wish(folder) is None  # never read through a link
+    (folder / takeover.WISH).unlink()
+    os.mkfifo(folder / takeover.WISH)
+    assert takeover.wish(folder) is None  # nor waited on
+    assert not takeover.held(folder)
+    takeover.set_held(folder, True)
+    assert takeover.held(folder)
+    takeover.set_held(folder, False)
+    takeover.set_held(folder, False)
+    assert not takeover.held(folder)
+
+
+@given(content=st.one_of(st.binary(max_size=5000), st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["state", "at", "x"]), inner,
+                                                                max_size=3), max_leaves=10).map(
+    lambda v: json.dumps(v).encode())))
+def test_any_file_is_a_known_wish_or_none(content, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("attempt")
+    (folder / takeover.WISH).write_bytes(content)
+    assert takeover.wish(folder) in (None, *takeover.STATES)
+
+
+def post(url, body):
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.request("POST", parts.path, body=body)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def test_the_page_takes_an_episode_over_and_the_server_gives_it_back_when_it_stops(watch_server):
+    base = watch_server.url()
+    (episode,) = eps.running(watch_server.root)
+    url = f"{base}e/{episode.key}/takeover"
+    status, body = post(url, b'{"state": "hold"}')
+    assert status == 409 and b"no folder yet" in body  # before the episode's first step
+    folder = os.path.join(watch_server.root, episode.traj)
+    os.makedirs(folder)
+    for bad in (b'{"state": "explode"}', b"[1, 2]", b"not json", b'{"state": ["hold"]}'):
+        assert post(url, bad)[0] == 409, bad
+    assert post(url.replace(watch_server.token, "x" * len(watch_server.token)), b'{"state": "hold"}')[0] == 404
+    assert post(f"{base}e/nosuchkey/takeover", b'{"state": "hold"}')[0] == 404
+    assert takeover.wish(folder) is None
+    status, body = post(url, b'{"state": "hold"}')
+    state = json.loads(body)
+    assert status == 200 and state["takeover"] == "hold" and state["held"] is False  # the agent still plays
+    takeover.set_held(folder, True)  # the runner lets go
+    assert json.loads(get(f"{base}e/{episode.key}/state.json")[2])["held"] is True
+    status, _, body = get(f"{base}e/{episode.key}/vnc?control=1", UPGRADE)
+    assert status == 503 and b"screens.sock" in body
+    watch_server.server_close()
+    assert takeover.wish(folder) == "return"  # nobody waits on a person who has gone

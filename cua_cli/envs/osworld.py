@@ -33,7 +33,7 @@ from ..tasks import Task
 from . import AttemptFiles, Evaluation, Observation, StepResult
 
 # How the episode's end reads as OSWorld's last action: its infeasible tasks want a FAIL.
-LAST_ACTION = {"fail": "FAIL", "call_user": "FAIL", "finished": "DONE"}
+LAST_ACTION = {"fail": "FAIL", "call_user": "FAIL", "finished": "DONE", "human_fail": "FAIL", "human_finished": "DONE"}
 
 
 class _Nowhere:

@@ -28,6 +28,7 @@ from .runs import open_runs
 from .writers import WRITERS, output
 
 _MAX_VERSION = 2 ** 53
+ACTORS = ("all", "agent", "human")
 
 
 @dataclass
@@ -39,6 +40,7 @@ class ExportOptions:
     policy_versions: str | None = None  # e.g. "3-5,7"
     mixed_groups: bool = False
     failed_tries: bool = False
+    actors: str = "all"                 # "agent": attempts no person took over; "human": only those
     outcome_set: frozenset = field(init=False)
     version_ranges: list | None = field(init=False)
 
@@ -47,6 +49,8 @@ class ExportOptions:
             raise InputError(f"--group-by: {self.group_by!r} is not task or run-task")
         if type(self.min_steps) is not int or self.min_steps < 0:
             raise InputError(f"--min-steps: {self.min_steps!r} is not an integer >= 0")
+        if self.actors not in ACTORS:
+            raise InputError(f"--actors: {self.actors!r:.40} is not one of {', '.join(ACTORS)}")
         self.outcome_set = frozenset(OUTCOMES)
         if self.outcomes is not None:
             wanted = [o.strip() for o in self.outcomes.split(",")]
@@ -60,6 +64,11 @@ class ExportOptions:
                 self.version_ranges = parse_ranges(self.policy_versions, _MAX_VERSION)
             except ValueError as e:
                 raise InputError(f"--policy-versions: {e}") from None
+
+    def keeps_actors(self, rec: dict) -> bool:
+        """Whether the attempt's actors are the ones asked for: `human_steps` counts a person's turns."""
+        human = type(rec.get("human_steps")) is int and rec["human_steps"] > 0
+        return self.actors == "all" or (self.actors == "human") == human
 
     def keeps_version(self, v) -> bool:
         return self.version_ranges is None or v is not None and any(v in r for r in self.version_ranges)
@@ -96,7 +105,7 @@ def export_runs(paths: list[Path], out: Path, fmt: str, options: ExportOptions) 
         for line, rec in run.attempts(options.all_attempts):
             g = group_id(options.group_by, run.run_id, rec["task_id"])
             group = groups.get(g, EMPTY)
-            if rec["outcome"] in outcomes and (group.mixed or not options.mixed_groups):
+            if rec["outcome"] in outcomes and (group.mixed or not options.mixed_groups) and options.keeps_actors(rec):
                 chosen.append((run, line, rec, g, group))
             else:
                 skipped += 1

@@ -178,7 +178,8 @@ def _agent_step(step_id: int, n: int, st: dict, next_st: dict | None, own: dict 
              "images": _shown(st, own, traj_rel, images),
              "image_processor": own["image_processor"] if own else None,
              "failed_tries": [_failed(t) for t in tries] or None}
-    step = {"step_id": step_id, "timestamp": _timestamp(st.get("time")), "source": "agent",
+    source = "user" if st.get("actor") == "human" else "agent"  # a person who took the desktop over acted
+    step = {"step_id": step_id, "timestamp": _timestamp(st.get("time")), "source": source,
             "model_name": own["model_version"] if own else None,
             "message": own["response_text"] if own and own["response_text"] is not None else "",
             "tool_calls": _tool_calls(st, k, problems, n),

@@ -7,6 +7,7 @@ with its traceback and recorded as `runner_error`. Every step that got an
 observation has its traj.jsonl line, however it ended.
 """
 
+import dataclasses
 import sys
 import time
 import traceback
@@ -16,13 +17,16 @@ from dataclasses import dataclass
 from .._util.budget import Budget
 from ..agents import Agent, Turn
 from ..envs import Env
-from ..errors import ActionRefused, DesktopLimit, EpisodeEnd, Stopped
+from ..errors import Abandoned, ActionRefused, DesktopLimit, EpisodeEnd, Stopped
 from ..models import Model, by_file
+from ..runfolder import takeover
 from ..runfolder.records import PHASES, attempt_line, step_line, turn_fields
 from ..runfolder.writer import TrajWriter, traj_rel
 from ..tasks import Task
 
 MAX_ERROR_CHARS = 2000  # error text kept in records, cut only after secrets are masked
+HOLD_POLL_S = 0.25      # while a person holds the desktop: how often their wish is read again
+HUMAN_ENDS = {"finished": "human_finished", "fail": "human_fail"}  # a person's verdict, as a stop reason
 
 
 @dataclass
@@ -107,17 +111,54 @@ class Episode:
     def _play(self, session, rec: dict, traj: TrajWriter, budget: Budget) -> str:
         """Steps until the agent stops or a limit hits; returns the stop reason."""
         model = self.model.session(self.task.task_id, self.item["sample"])
+        line = 0  # traj.jsonl's lines: the agent's steps and the spans a person held the desktop
         try:
             agent = self.agent.start(rec["instruction"], model)
-            for step in range(self.limits.max_steps):
+            for _ in range(self.limits.max_steps):
                 if budget.should_stop():
                     raise Stopped()
-                stop = self._step(step, session, agent, traj, budget, rec)
+                if traj.takeover() == takeover.HOLD:  # a file read: a person asked for the desktop
+                    stop, budget = self._hold(line, session, traj, budget, rec)
+                    line += 1
+                    if stop:
+                        return stop
+                stop = self._step(line, session, agent, traj, budget, rec)
+                line += 1
                 if stop:
                     return stop
             return "max_steps"
         finally:
             model.close()
+
+    def _hold(self, step: int, session, traj: TrajWriter, budget: Budget, rec: dict) -> tuple[str | None, Budget]:
+        """A person holds the desktop: the model is not asked and no deadline runs until they give it
+        back (None) or end the episode (its stop reason). One traj.jsonl line, `actor: human`, with the
+        screen they took over, stands for what they did; the budget goes on with the held time added."""
+        t0, wall = time.monotonic(), time.time()
+        obs = session.observe(budget)
+        if obs.screenshot is not None:
+            obs.file = traj.screenshot(step, obs.screenshot)
+        line = step_line(step, wall, obs, actor="human")
+        line["timings"]["env_s"] = round(time.monotonic() - t0, 4)
+        rec["steps"] = step + 1
+        traj.holding(True)
+        wish = takeover.HOLD
+        try:
+            while wish == takeover.HOLD:
+                if budget.should_stop():
+                    raise Stopped()
+                time.sleep(HOLD_POLL_S)
+                wish = traj.takeover()
+        finally:
+            traj.holding(False)
+            held = time.monotonic() - t0
+            rec["held_s"] = round(rec.get("held_s", 0.0) + held, 3)
+            rec["human_steps"] = rec.get("human_steps", 0) + 1
+            line["action"] = {"type": "takeover", "held_s": round(held, 3), "ended": wish}
+            traj.step(line)
+        if wish == "abandon":
+            raise Abandoned("a person who took the episode over abandoned it")
+        return HUMAN_ENDS.get(wish), dataclasses.replace(budget, deadline=budget.deadline + held)
 
     def _step(self, step: int, session, agent, traj: TrajWriter, budget: Budget, rec: dict) -> str | None:
         """Observe, ask, act (asking again while the env refuses); the stop reason, or None to go on."""

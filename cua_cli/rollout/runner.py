@@ -93,7 +93,7 @@ def checked_task(queue, item: dict):
 def file_attempt(queue, item: dict, rec: dict) -> None:
     """Move a pair on by its attempt's episode line: an error is tried again, uncounted if interrupted."""
     queue.finish(item, rec, retry=rec["outcome"] == "error", count_error=rec["stop_reason"] != "interrupted",
-                 give_up=rec["stop_reason"] == "bad_task")
+                 give_up=rec["stop_reason"] in ("bad_task", "abandoned"))
 
 
 class IdleSlots:

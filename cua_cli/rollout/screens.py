@@ -4,8 +4,10 @@ the run folder while it runs.
 Only the rollout holds the env servers' token (it makes the local desktops' own), and it never leaves
 the process: a viewer asks this socket for a desktop the run holds now (leases.jsonl) on one of the
 run's own servers, and the relay opens the desktop's screen on that server (GET /emulators/{id}/vnc,
-a WebSocket) with the token, then carries the stream both ways untouched. The socket is the user's
-alone (mode 0600), like the rest of the run's files that matter.
+a WebSocket) with the token, then carries the stream both ways untouched. The pointer and keys go
+along (`control=1`) only for a desktop a person has taken over and its agent has let go of
+(runfolder/takeover.py). The socket is the user's alone (mode 0600), like the rest of the run's
+files that matter.
 """
 
 import os
@@ -24,6 +26,8 @@ from .._util import websocket as ws
 from .._util.diag import warn
 from ..envserver.desktop.guest.ports import splice
 from ..envserver.desktop.sockets import SocketFolder
+from ..runfolder import takeover
+from ..runfolder.confined import Refused, confine, run_root
 from ..runfolder.jsonl import read_lines
 from ..runfolder.leases import LEASES, held
 
@@ -70,16 +74,25 @@ class ScreenRelay:
         except FileNotFoundError:
             pass
 
-    def desktop(self, server: str, desktop_id: str) -> str | None:
-        """Why the run cannot show this desktop now (None: it can)."""
+    def desktop(self, server: str, desktop_id: str, control: bool) -> tuple[int, str] | None:
+        """Why the run cannot show this desktop now, or hand over its pointer and keys (`control`): only
+        to a person who took its episode over, once its agent has let go. (HTTP status, why), or None."""
         if not DESKTOP_ID.fullmatch(desktop_id):
-            return "a desktop id is letters, digits, '.', '_' and '-'"
+            return 404, "a desktop id is letters, digits, '.', '_' and '-'"
         if server.rstrip("/") not in self.servers:
-            return f"{server[:200]} is not one of this run's env servers"
+            return 404, f"{server[:200]} is not one of this run's env servers"
         leases = self.run_path / LEASES
         now = held(read_lines(leases, warn=False)) if leases.exists() else []  # a line being written is no lease yet
-        if not any(r["server"] == server and r["id"] == desktop_id for r in now):
-            return "the run holds no such desktop now (its episode has ended)"
+        lease = next((r for r in now if r["server"] == server and r["id"] == desktop_id), None)
+        if lease is None:
+            return 404, "the run holds no such desktop now (its episode has ended)"
+        if control:
+            try:
+                folder = confine(run_root(self.run_path), lease.get("traj"))
+            except Refused:
+                return 403, "the desktop's episode has no folder to take it over in"
+            if takeover.wish(folder) != takeover.HOLD or not takeover.held(folder):
+                return 403, "nobody holds this desktop: take its episode over first, and wait for its agent to let go"
         return None
 
 
@@ -94,15 +107,15 @@ class _Handler(BaseHTTPRequestHandler):
         relay = self.server.relay
         url = urlsplit(self.path)
         query = dict(parse_qsl(url.query))
-        server, desktop_id = query.get("server", ""), query.get("id", "")
+        server, desktop_id, control = query.get("server", ""), query.get("id", ""), query.get("control") == "1"
         if url.path != "/vnc":
-            return self._fail(404, "no such route: GET /vnc?server=URL&id=ID")
+            return self._fail(404, "no such route: GET /vnc?server=URL&id=ID[&control=1]")
         if problem := ws.upgrade_problem(self.headers):
             return self._fail(400, problem)
-        if problem := relay.desktop(server, desktop_id):
-            return self._fail(404, problem)
+        if refused := relay.desktop(server, desktop_id, control):
+            return self._fail(*refused)
         try:
-            upstream, head = _open_screen(server, desktop_id, relay.token, self.headers)
+            upstream, head = _open_screen(server, desktop_id, relay.token, self.headers, control)
         except (OSError, ValueError) as e:
             return self._fail(502, f"{server[:200]}: {e}")
         if not head.startswith(b"HTTP/1.1 101 "):
@@ -147,7 +160,8 @@ def forwarded(headers) -> list[str]:
             if (value := headers.get(name)) and not any(c in value for c in "\r\n\0")]
 
 
-def _open_screen(server: str, desktop_id: str, token: str | None, headers) -> tuple[socket.socket, bytes]:
+def _open_screen(server: str, desktop_id: str, token: str | None, headers,
+                 control: bool) -> tuple[socket.socket, bytes]:
     """A connection to the desktop's screen route, and the head of the server's answer (a 101, or an
     error whose body the viewer sees); the token goes in our request only."""
     url = urlsplit(server)
@@ -158,7 +172,8 @@ def _open_screen(server: str, desktop_id: str, token: str | None, headers) -> tu
     try:
         if url.scheme == "https":
             conn = ssl.create_default_context().wrap_socket(conn, server_hostname=url.hostname)
-        lines = [f"GET {url.path.rstrip('/')}/emulators/{desktop_id}/vnc HTTP/1.1", f"Host: {url.netloc}"]
+        query = "?control=1" if control else ""
+        lines = [f"GET {url.path.rstrip('/')}/emulators/{desktop_id}/vnc{query} HTTP/1.1", f"Host: {url.netloc}"]
         lines += forwarded(headers)
         if token:
             lines.append(f"Authorization: Bearer {token}")

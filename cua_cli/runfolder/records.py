@@ -197,9 +197,10 @@ def attempt_line(item: dict, task, traj: str) -> dict:
     return rec
 
 
-def step_line(step: int, time: float, observation) -> dict:
-    """A traj.jsonl line for a step that has its observation and nothing else yet."""
-    line = {"step": step, "time": round(time, 3), "screenshot": observation.file, "response": None,
+def step_line(step: int, time: float, observation, actor: str = "agent") -> dict:
+    """A traj.jsonl line for a step that has its observation and nothing else yet; `actor` says who
+    acted in it: the agent, or a person who took the episode over (`human`)."""
+    line = {"step": step, "actor": actor, "time": round(time, 3), "screenshot": observation.file, "response": None,
             "thought": None, "action": None, "commands": [], "endpoint": None, "model_version": None,
             "parse_retries": 0, "width": observation.width, "height": observation.height,
             "timings": {"env_s": 0.0, "model_s": 0.0, "act_s": 0.0}}

@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import __version__
 from .._util.atomic import write_atomic
 from ..errors import InputError
+from . import takeover
 from .jsonl import append_line
 from .leases import record
 from .names import encode_task_id
@@ -127,4 +128,12 @@ class TrajWriter:
 
     def step(self, record: dict) -> None:
         append_line(self._folder() / "traj.jsonl", record)
+
+    def takeover(self) -> str | None:
+        """A person's wish for this attempt (takeover.py), None when nobody takes it over."""
+        return takeover.wish(self.dir) if self._made else None
+
+    def holding(self, on: bool) -> None:
+        """Say whether the agent has let go of the desktop (on) or plays again (off)."""
+        takeover.set_held(self._folder(), on)
 

@@ -1,4 +1,5 @@
-"""The watch pages: the run's running episodes, and one episode's live screen beside its last step.
+"""The watch pages: the run's running episodes, and one episode's live screen beside its last step,
+with the buttons of a takeover: take the desktop over, then give it back or end the episode.
 
 Everything the run folder says is fetched as JSON and shown with textContent, never as markup: a
 task's instruction or a model's answer cannot put code on the page. noVNC comes from the same
@@ -18,6 +19,7 @@ aside h3 { margin: 14px 0 4px; font-size: 12px; text-transform: uppercase; color
 pre { white-space: pre-wrap; word-break: break-word; margin: 0; font: 12px ui-monospace, monospace; }
 #status.ended { color: #f96; } table { border-collapse: collapse; margin: 14px; }
 td, th { padding: 4px 10px; border-bottom: 1px solid #333; text-align: left; }
+#controls button { margin-right: 6px; } #status.held { color: #fc6; font-weight: bold; }
 """
 
 INDEX = """<!doctype html>
@@ -50,7 +52,9 @@ refresh();
 EPISODE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>cua watch: {task}</title><style>{style}</style></head>
 <body><header><b>{task}</b><span>{traj}</span><span id="status">connecting</span>
-<a href="../">all episodes</a></header>
+<span id="controls"><button id="hold">take over</button><button id="return" hidden>give back to the agent</button>
+<button id="finished" hidden>end: done</button><button id="fail" hidden>end: infeasible</button>
+<button id="abandon" hidden>end: abandon</button></span><a href="../">all episodes</a></header>
 <main><div id="screen"></div>
 <aside><h3>instruction</h3><pre id="instruction"></pre><h3>steps</h3><pre id="steps"></pre>
 <h3>last thought</h3><pre id="thought"></pre><h3>last action</h3><pre id="action"></pre>
@@ -58,25 +62,50 @@ EPISODE = """<!doctype html>
 <script type="module">
 import RFB from "../novnc/core/rfb.js";
 const status = document.getElementById("status");
-let rfb = null, running = true;
+let rfb = null, running = true, control = false;
 function connect() {{
-  const url = new URL("{key}/vnc", location.href);
+  const url = new URL("{key}/vnc" + (control ? "?control=1" : ""), location.href);
   url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
-  rfb = new RFB(document.getElementById("screen"), url.href, {{wsProtocols: ["binary"]}});
-  rfb.viewOnly = true;
-  rfb.scaleViewport = true;
-  rfb.addEventListener("connect", () => {{ status.textContent = "live, view only"; }});
-  rfb.addEventListener("disconnect", () => {{
+  const mine = new RFB(document.getElementById("screen"), url.href, {{wsProtocols: ["binary"]}});
+  rfb = mine;
+  mine.viewOnly = !control;
+  mine.scaleViewport = true;
+  mine.addEventListener("connect", () => {{
+    status.textContent = control ? "yours: the agent waits until you give the desktop back" : "live, view only";
+    status.className = control ? "held" : "";
+    if (control) mine.focus();
+  }});
+  mine.addEventListener("disconnect", () => {{
+    if (rfb !== mine) return;  // replaced on purpose (view-only <-> control)
     rfb = null;
     status.textContent = running ? "reconnecting" : "the episode has ended";
-    if (running) setTimeout(connect, 2000);
+    if (running) setTimeout(() => {{ if (!rfb) connect(); }}, 2000);
   }});
 }}
+function show(s) {{
+  const holding = s.running && s.takeover === "hold";
+  document.getElementById("hold").hidden = !s.running || holding;
+  for (const k of ["return", "finished", "fail", "abandon"]) document.getElementById(k).hidden = !s.held;
+  if (holding && !s.held) status.textContent = "taking over: waiting for the agent to end its step";
+  if (s.running && s.held !== control) {{  // the desktop changed hands: reconnect with or without input
+    control = s.held;
+    const old = rfb;
+    rfb = null;
+    if (old) old.disconnect();
+    connect();
+  }}
+}}
+for (const k of ["hold", "return", "finished", "fail", "abandon"])
+  document.getElementById(k).addEventListener("click", async () => {{
+    const r = await fetch("{key}/takeover", {{method: "POST", body: JSON.stringify({{state: k}})}});
+    if (r.ok) show(await r.json()); else status.textContent = await r.text();
+  }});
 async function refresh() {{
   try {{
     const s = await (await fetch("{key}/state.json", {{cache: "no-store"}})).json();
     for (const k of ["instruction", "steps", "thought", "action", "response", "error"])
       document.getElementById(k).textContent = s[k] ?? "";
+    show(s);
     if (!s.running) {{
       running = false;
       status.textContent = "the episode has ended";

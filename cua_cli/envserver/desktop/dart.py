@@ -5,8 +5,8 @@ GET /tokens  POST /start_emulator  DELETE /emulators/{id}  POST /stop_emulator  
 GET /emulator_status/{id}  GET /ping  GET /status  POST /stop_all_emulators
 
 and cua's own: GET /emulators/{id}/vnc, a WebSocket carrying the desktop's screen (view-only RFB, as
-noVNC speaks it) to whoever holds the desktop's token: `cua watch` reaches desktops through it, so
-no VNC port is opened on any host.
+noVNC speaks it; with ?control=1 the viewer's pointer and keys too) to whoever holds the desktop's
+token: `cua watch` reaches desktops through it, so no VNC port is opened on any host.
 
 The bearer token (Authorization header, or "token" in the JSON body or the query, as DART's server
 accepts) is compared with the one read from the environment: none given is 401, another is 403.
@@ -70,7 +70,7 @@ class DartHandler(APIHandler):
             raise _ok({"stopped": ids}, f"Stopped {len(ids)} emulators")
         screen = SCREEN.match(path)
         if screen and method == "GET":
-            self._watch(screen.group(1), token)
+            self._watch(screen.group(1), token, self.query().get("control") == "1")
             return
         match = EMULATOR.match(path)
         if match and match.group(1) == "emulators" and method == "DELETE":
@@ -83,15 +83,16 @@ class DartHandler(APIHandler):
             raise _ok({**self._describe(lease, token), "status": "running" if alive else "exited"})
         raise _fail(404 if not (match or screen) and path not in ROUTES else 405, f"no route {method} {path}")
 
-    def _watch(self, emulator_id: str, token: str) -> None:
-        """The desktop's screen, until the viewer or the desktop goes."""
+    def _watch(self, emulator_id: str, token: str, control: bool) -> None:
+        """The desktop's screen, until the viewer or the desktop goes. The token's holder may run any code
+        on the desktop already: its pointer and keys (`control`) give it nothing more."""
         lease = self.server.pool.get(emulator_id)
         if lease is None or lease.token != token:
             raise _fail(404, "no such emulator")
         if problem := ws.upgrade_problem(self.headers):
             raise _fail(400, f"/emulators/{emulator_id}/vnc is a WebSocket: {problem}")
         try:
-            inside = open_screen(Path(lease.desktop.sandbox.socket_path).parent)
+            inside = open_screen(Path(lease.desktop.sandbox.socket_path).parent, control)
         except OSError as e:
             raise _fail(503, f"the desktop's screen cannot be watched now: {e}") from None
         self.close_connection = True  # the connection is the stream's now

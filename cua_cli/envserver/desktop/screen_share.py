@@ -11,16 +11,17 @@ import threading
 from pathlib import Path
 
 from cua_cli._util import websocket as ws
-from cua_cli.envserver.desktop.guest.screen_share import VIEW_SOCKET
+from cua_cli.envserver.desktop.guest.screen_share import CONTROL_SOCKET, VIEW_SOCKET
 from cua_cli.envserver.desktop.sockets import SocketFolder
 
 
-def open_screen(sockets: Path) -> socket.socket:
-    """A connection to the desktop's screen; OSError when the desktop does not take it."""
+def open_screen(sockets: Path, control: bool = False) -> socket.socket:
+    """A connection to the desktop's screen, view-only or with the viewer's pointer and keys (`control`);
+    OSError when the desktop does not take it."""
     folder = SocketFolder(sockets)
     inside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        inside.connect(folder.path(VIEW_SOCKET))
+        inside.connect(folder.path(CONTROL_SOCKET if control else VIEW_SOCKET))
     except OSError:
         inside.close()
         raise

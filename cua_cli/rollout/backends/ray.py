@@ -99,6 +99,12 @@ class _Stream:
     def lease(self, record: dict) -> None:
         self.out.put(("lease", record))
 
+    def takeover(self) -> None:
+        return None  # the attempt's folder is on the driver's host: a person takes over local runners only
+
+    def holding(self, on: bool) -> None:
+        pass
+
 
 class _PushedVersions:
     """The fleet file as the driver last read it, a FleetVersions for an actor (whose node may not have
