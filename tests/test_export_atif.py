@@ -307,7 +307,7 @@ def test_a_persons_turn_is_the_users_step_and_actors_choose_the_attempts(tmp_pat
     r = RunFolder(tmp_path, "run")
     r.attempt("agent-only", 0, "success", steps=2)
     held = {"step": 1, "actor": "human", "time": 1.0, "screenshot": "step_0001.png", "response": None,
-            "thought": None, "action": {"type": "takeover", "held_s": 4.2, "ended": "return"}, "commands": [],
+            "thought": None, "action": [{"type": "takeover", "held_s": 4.2, "ended": "return"}], "commands": [],
             "timings": {"env_s": 0.1, "model_s": 0.0, "act_s": 0.0}}
     r.attempt("helped", 0, "success", steps=3, lines=[json.dumps(step_line(0, actor="agent")), json.dumps(held),
                                                       json.dumps(step_line(2, actor="agent"))])

@@ -134,7 +134,8 @@ runner: {{num_envs: 1, max_steps: 5, step_timeout_s: 90, episode_timeout_s: 300}
         assert rollout.returncode == 0, err[-3000:]
         steps = [json.loads(line) for line in traj.read_text().splitlines()]
         assert [st["actor"] for st in steps] == ["agent", "agent", "human", "agent", "human"]
-        assert [st["action"]["ended"] for st in steps if st["actor"] == "human"] == ["return", "abandon"]
+        held = [st["action"] for st in steps if st["actor"] == "human"]
+        assert [(a["type"], a["ended"]) for (a,) in held] == [("takeover", "return"), ("takeover", "abandon")]
         assert steps[2]["screenshot"] and steps[2]["response"] is None and "go3" in steps[3]["response"]
         (episode,) = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
         assert episode["stop_reason"] == "abandoned" and episode["outcome"] == "error"

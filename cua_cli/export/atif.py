@@ -178,8 +178,14 @@ def _agent_step(step_id: int, n: int, st: dict, next_st: dict | None, own: dict 
              "images": _shown(st, own, traj_rel, images),
              "image_processor": own["image_processor"] if own else None,
              "failed_tries": [_failed(t) for t in tries] or None}
-    source = "user" if st.get("actor") == "human" else "agent"  # a person who took the desktop over acted
-    step = {"step_id": step_id, "timestamp": _timestamp(st.get("time")), "source": source,
+    if st.get("actor") == "human":  # a person who took the desktop over: the user's turn, no tool calls
+        action = st.get("action")
+        extra["takeover"] = action if type(action) is list and plain(action, 2) else None
+        step = {"step_id": step_id, "timestamp": _timestamp(st.get("time")), "source": "user",
+                "message": "(a person held the desktop)",
+                "extra": {key: v for key, v in extra.items() if v is not None}}
+        return {key: v for key, v in step.items() if v is not None}
+    step = {"step_id": step_id, "timestamp": _timestamp(st.get("time")), "source": "agent",
             "model_name": own["model_version"] if own else None,
             "message": own["response_text"] if own and own["response_text"] is not None else "",
             "tool_calls": _tool_calls(st, k, problems, n),

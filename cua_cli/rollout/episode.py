@@ -154,7 +154,7 @@ class Episode:
             held = time.monotonic() - t0
             rec["held_s"] = round(rec.get("held_s", 0.0) + held, 3)
             rec["human_steps"] = rec.get("human_steps", 0) + 1
-            line["action"] = {"type": "takeover", "held_s": round(held, 3), "ended": wish}
+            line["action"] = [{"type": "takeover", "held_s": round(held, 3), "ended": wish}]
             traj.step(line)
         if wish == "abandon":
             raise Abandoned("a person who took the episode over abandoned it")

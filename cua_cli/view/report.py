@@ -265,7 +265,8 @@ servers' load.</p>
             shot = f'<pre class="observation">{E(st["observation"])}</pre>'
         else:
             shot = '<p class="missing">No screenshot.</p>'
-        return (f'<section class="step" id="step-{step}"><div class="shot">{shot}</div><div><h2>Step {step}</h2>'
+        who = " · a person held the desktop" if st.get("actor") == "human" else ""
+        return (f'<section class="step" id="step-{step}"><div class="shot">{shot}</div><div><h2>Step {step}{who}</h2>'
                 f'<div>Thought</div><pre>{E(_text(st.get("thought")))}</pre>'
                 f'<div>Model response</div><pre>{E(_text(st.get("response")))}</pre>'
                 f'<div>Parsed action</div><pre>{E(actions_text)}</pre>{err}'
