@@ -223,13 +223,12 @@ def _run_token(run_dir: str) -> str | None:
     """The allocation token of a run: its config's env.token_env, read from the environment."""
     import os
 
-    from .runfolder.writer import RunDir
+    from .rollout.leftovers import token_env
 
-    meta = json.loads(RunDir.open(run_dir).run_json.read_text())
-    name = ((meta.get("config") or {}).get("env") or {}).get("token_env")
-    if isinstance(name, str) and name and not os.environ.get(name):
+    name = token_env(run_dir)
+    if name and not os.environ.get(name):
         raise InputError(f"{run_dir}: the run's env.token_env {name} is not set in the environment")
-    return os.environ.get(name) if isinstance(name, str) and name else None
+    return os.environ.get(name) if name else None
 
 
 @envs.command("list")
@@ -245,7 +244,7 @@ def envs_list(run_dir):
     from .runfolder.writer import RunDir
 
     RunDir.open(run_dir)
-    held = still_held(run_dir)
+    held = still_held(run_dir, strict=True)
     rows = [[h["server"], h["id"], h.get("api", "-"), h.get("task_id", "-")] for h in held]
     click.echo(tabulate(rows, ["server", "id", "desktop API", "task"], tablefmt="simple") if rows
                else "no env is held")
@@ -265,7 +264,7 @@ def envs_gc(run_dir):
     from .runfolder.writer import RunDir
 
     RunDir.open(run_dir)
-    out = release_leftovers(run_dir, _run_token(run_dir))
+    out = release_leftovers(run_dir, _run_token(run_dir), strict=True)
     click.echo(f"released {len(out.released)}, still held {len(out.failed)}")
     if out.failed:
         sys.exit(1)

@@ -30,6 +30,7 @@ from ._util.diag import warn_problems
 from .errors import CuaError, InputError
 from .runfolder.confined import Refused, open_in, run_root
 from .runfolder.reader import RunReader, read_steps, show_path, trajectory_dir
+from .runfolder.records import in_range
 
 MAX_ROWS = 20
 TOKEN_FIELDS = ("prompt_token_ids", "response_token_ids", "response_logprobs")
@@ -54,6 +55,7 @@ class _Call:
     prompt: list | None   # the messages sent: every try of a step sends the same
     guided: bool          # sampled under the agent's grammar (the step's `sampling.guided`)
     image_processor: dict | None  # the step's record of what resized its images on the server
+    malformed: str | None = None  # what makes its record unusable (`malformed`): it is not compared
 
 
 def load_policy(model_dir, dtype: str = "float32", device: str = "cpu"):
@@ -152,6 +154,8 @@ def check_run(run: Path, model_dir: Path, tolerance: float, max_steps: int | Non
         raise CuaError(f"{run}: all {len(guided)} recorded model calls were guided (model.guided: true); vLLM's "
                        "logprobs of guided answers are renormalised over the tokens the grammar allowed, so they "
                        "cannot match the model's: check a run recorded with model.guided: false")
+    if all(c.malformed for c in calls):  # named as the run was read: no model need load to say so
+        raise CuaError(f"{run}: none of its {len(calls)} recorded model calls can be compared: each is malformed")
     calls = calls[:max_steps]
 
     echo(f"loading {model_dir} ({dtype}, {device})")
@@ -166,7 +170,9 @@ def check_run(run: Path, model_dir: Path, tolerance: float, max_steps: int | Non
 
 
 def _recorded_calls(run: Path) -> list[_Call]:
-    """The model calls with recorded tokens of every final attempt, in (task, sample, step, try) order."""
+    """The model calls with recorded tokens of every final attempt, in (task, sample, step, try) order.
+    A call whose record is malformed is named with its file and line, and kept as one that cannot be
+    compared: the others are compared all the same."""
     calls = []
     root = run_root(run)
     reader = RunReader(root, strict=True).refresh(warn=True)
@@ -175,23 +181,56 @@ def _recorded_calls(run: Path) -> list[_Call]:
         if folder is None:
             continue
         name = rec["traj"].removeprefix("trajectories/")
-        steps, problems, path = read_steps(folder)
-        warn_problems(path, problems)
-        for _, step in steps:
+        steps, problems, path = read_steps(folder)  # a field of the wrong type is null, and a problem
+        found = []
+        for n, step in steps:
             sampling = step.get("sampling")
             guided = isinstance(sampling, dict) and sampling.get("guided") is True
-            tries = [t for t in step.get("failed_tries") or [] if isinstance(t, dict)] + [step]
+            tries = [*(step.get("failed_tries") or []), step]  # a list or null (records.step_record)
             for i, t in enumerate(tries):
-                if any(t.get(k) is not None for k in TOKEN_FIELDS):
-                    calls.append(_Call(name, folder, step["step"], i, t, step.get("prompt"), guided,
-                                       step.get("image_processor")))
+                label = f"step {step['step']} try {i}"
+                if type(t) is not dict:
+                    problems.append((n, f"{label}: malformed: failed_tries[{i}] is not an object; not compared"))
+                    continue
+                if all(t.get(k) is None for k in TOKEN_FIELDS):
+                    continue
+                call = _Call(name, folder, step["step"], i, t, step.get("prompt"), guided,
+                             step.get("image_processor"), malformed(t))
+                if call.malformed:
+                    problems.append((n, f"{label}: malformed: {call.malformed}; not compared"))
+                found.append(call)
+        warn_problems(path, sorted(problems))
+        calls += found
     return calls
+
+
+def malformed(record: dict) -> str | None:
+    """What makes a recorded call's token fields unusable, or None: the prompt's and the response's
+    token ids must be non-empty lists of integers >= 0, the logprobs finite numbers, one per response
+    token. Checked as the run is read, before a model is loaded (its vocabulary: `_token_fields`)."""
+    for key in TOKEN_FIELDS[:2]:
+        ids = record.get(key)
+        if ids is None:
+            return f"{key} is missing"
+        if not (type(ids) is list and ids and all(type(t) is int and t >= 0 for t in ids)):
+            return f"{key} is not a non-empty list of integers >= 0"
+    logprobs = record.get("response_logprobs")
+    if logprobs is None:
+        return "response_logprobs is missing"
+    if not (type(logprobs) is list and all(in_range(v) for v in logprobs)):
+        return "response_logprobs is not a list of finite numbers"
+    if len(logprobs) != len(record["response_token_ids"]):
+        return f"{len(record['response_token_ids'])} response tokens but {len(logprobs)} logprobs"
+    return None
 
 
 def _check_call(model, processor, call: _Call) -> dict:
     """One call's row; the per-token differences (None when it could not be compared) under '_diffs'."""
     row = {"trajectory": call.trajectory, "step": call.step, "try": call.try_, "tokens": None,
            "max_abs_diff": None, "mean_abs_diff": None, "problem": None, "_diffs": None, "_skipped": False}
+    if call.malformed:
+        row["problem"] = f"malformed: {call.malformed}"
+        return row
     try:
         prompt_ids, response_ids, recorded = _token_fields(call.record, model.config.get_text_config().vocab_size)
         row["tokens"] = len(response_ids)
@@ -213,15 +252,12 @@ def _check_call(model, processor, call: _Call) -> dict:
 
 
 def _token_fields(record: dict, vocab: int) -> tuple[list[int], list[int], list[float]]:
-    """The call's prompt ids, response ids and logprobs, checked; ValueError says what is wrong."""
-    prompt_ids, response_ids, logprobs = (record.get(k) for k in TOKEN_FIELDS)
+    """The prompt ids, response ids and logprobs of a call that is not `malformed`; ValueError when an id
+    is beyond the model's vocabulary."""
+    prompt_ids, response_ids, logprobs = (record[k] for k in TOKEN_FIELDS)
     for key, ids in (("prompt_token_ids", prompt_ids), ("response_token_ids", response_ids)):
-        if not (isinstance(ids, list) and ids and all(type(t) is int and 0 <= t < vocab for t in ids)):
-            raise ValueError(f"{key} is missing, empty or not token ids of a {vocab}-token vocabulary")
-    if not (isinstance(logprobs, list) and all(type(v) in (int, float) and math.isfinite(v) for v in logprobs)):
-        raise ValueError("response_logprobs is missing or not a list of finite numbers")
-    if len(logprobs) != len(response_ids):
-        raise ValueError(f"{len(response_ids)} response tokens but {len(logprobs)} logprobs")
+        if max(ids) >= vocab:
+            raise ValueError(f"{key} holds an id beyond the model's {vocab}-token vocabulary")
     return prompt_ids, response_ids, logprobs
 
 

@@ -156,6 +156,27 @@ def test_bad_calls_fail_with_a_row_and_the_others_are_checked(run, model_dir, tm
     assert "Compared 1 model calls" in r.stdout and "3 more could not be compared" in r.stdout
 
 
+def test_malformed_lines_are_named_and_the_rest_compared(run, model_dir, tmp_path):
+    bad = _copy(run, tmp_path)
+    _edit_step(bad, "gui", 0, lambda step: step.update(failed_tries=3))
+
+    def tries(step):
+        step["failed_tries"] = [True, {**step["failed_tries"][0], "response_token_ids": "abc"}]
+    _edit_step(bad, "gui", 1, tries)
+    _edit_step(bad, "text", 0, lambda step: step.update(prompt={"role": "user", "content": "a dict"}))
+    r = run_cua("check-logprobs", str(bad), "--model", str(model_dir))
+    assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    gui, text = (bad / "trajectories" / t / "0_0" / "traj.jsonl" for t in ("gui", "text"))
+    for line in (f"{gui}:1: step 0: read without what is malformed: failed_tries is a number, not a list",
+                 f"{gui}:2: step 1 try 0: malformed: failed_tries[0] is not an object; not compared",
+                 f"{gui}:2: step 1 try 1: malformed: response_token_ids is not a non-empty list of integers >= 0",
+                 f"{text}:1: step 0: read without what is malformed: prompt is an object, not a list"):
+        assert line in r.stderr, r.stderr
+    # The rest: step 0's and step 1's own answers, the text step (its prompt ids are what the model read).
+    assert "Compared 3 model calls" in r.stdout and "1 more could not be compared" in r.stdout, r.stdout
+    assert "malformed: response_token_ids" in r.stdout
+
+
 def test_train_step_example_saves_a_loadable_updated_model(run, model_dir, tmp_path):
     rows = []
     for traj, reward in (("gui", 1.0), ("text", 0.0)):

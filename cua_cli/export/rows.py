@@ -30,7 +30,10 @@ def _text(v) -> bool:
 
 
 def _logprobs(v) -> bool:
-    return type(v) is list and set(map(type, v)) <= {float, int} and all(map(math.isfinite, v))
+    try:
+        return type(v) is list and set(map(type, v)) <= {float, int} and all(map(math.isfinite, v))
+    except OverflowError:  # an integer no float holds
+        return False
 
 
 def _sampling(v) -> bool:
@@ -161,11 +164,12 @@ def trajectory_rows(run: Run, line: int, rec: dict, gid: str, group: Group,
 
     error = rec["outcome"] == "error"
     score = None if error else rec.get("score")
+    raw = None if error or rec.get("reward") is None else float(rec["reward"])  # 2**64 is a number, and no int64
     head = {"run_id": run.run_id, "group_id": gid, "trajectory_id": f"{run.run_id}/{traj_rel}",
             "task_id": rec["task_id"], "domain": rec.get("domain"), "sample": rec["sample"],
             "attempt": rec["attempt"]}
     tail = {"step_reward": None if error else 0.0, "traj_reward": score,
-            "traj_raw_reward": None if error else rec.get("reward"), "outcome": rec["outcome"],
+            "traj_raw_reward": raw, "outcome": rec["outcome"],
             "stop_reason": rec.get("stop_reason"), "group_mean": group.mean, "group_std": group.std,
             "group_size": group.size, "run_dir": run.real}
     images = TrajImages(traj_rel, traj_real)

@@ -31,6 +31,7 @@ from ..config import Config, load_config
 from ..errors import CuaError, InputError
 from ..models.script import read_script
 from ..osworld.support import steps_and_evaluator
+from ..runfolder.confined import Refused, read_in
 from ..runfolder.names import encode_task_id
 from ..stats.task_checks import OK, UNSUPPORTED, plays_of, report_line, unsupported_line, write_report
 from ..tasks import load_tasks
@@ -39,6 +40,7 @@ from .driver import rollout
 
 ORACLE, NOOP = "oracle", "noop"
 CHECK_FILE = "check.json"
+MAX_CHECK_FILE = 1 << 20  # bytes: it names the config and the oracle file
 NOOP_SCRIPT = "noop.json"
 REPORT = "report.jsonl"
 
@@ -132,9 +134,10 @@ def _oracle_file(cfg: Config, given: str | None) -> Path:
 def _open(resume: str) -> tuple[Path, dict]:
     """A check folder to resume, and its check.json."""
     folder = Path(resume).resolve()
-    try:
-        doc = json.loads((folder / CHECK_FILE).read_text())
-    except (OSError, ValueError, RecursionError):
+    try:  # only a regular file, never through a link: a FIFO would wait for ever
+        raw = read_in(str(folder), CHECK_FILE, MAX_CHECK_FILE)
+        doc = json.loads(raw) if len(raw) <= MAX_CHECK_FILE else None
+    except (OSError, Refused, ValueError, RecursionError):
         doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("oracle"), str):
         raise InputError(f"{resume}: not a cua check-tasks folder (no readable {CHECK_FILE})")

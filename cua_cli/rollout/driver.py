@@ -61,7 +61,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
-        release_leftovers(run.path, secrets.get("env"))  # what the interrupted invocation left held
+        release_leftovers(run.path, secrets.get("env"), strict=True)  # what the interrupted invocation left held
     else:
         about = {"scored_as": OSWORLD_EVALUATOR} if cfg.env.kind == "osworld" else {}
         run = RunDir.create(cfg.resolve_path(cfg.run.results_dir), cfg.run.name, redactor.obj(cfg.to_dict()), about)

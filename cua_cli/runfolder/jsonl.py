@@ -5,8 +5,9 @@ line yields never depends on the lines around it: a line that is not exactly
 one object (garbage, two objects, an array, bytes that are not UTF-8, nesting
 too deep to parse) yields nothing and a warning, except that a record written
 right after the torn bytes of a writer that died mid-line is recovered.
-A file that is a link, a FIFO or anything but a regular file is not read: it
-yields one warning (confined.py).
+A file that is a link, a FIFO or anything but a regular file is not read, and
+one that cannot be read (no permission) is not either: it yields one warning
+(confined.py).
 """
 
 import json
@@ -79,7 +80,9 @@ def scan(path, offset: int = 0, line: int = 1):
     Returns `(records, problems, offset, line)`: records as `{line number:
     object}`, problems as `(line number, text)`, then where to continue.
     The file is read a piece at a time: its bytes, its text and its lines are
-    never all held at once beside the records.
+    never all held at once beside the records. A missing file has no records;
+    one that cannot be read (no permission, an I/O error) is a problem, as is
+    one that is not read at all.
     """
     try:
         f = open_regular(path)
@@ -87,18 +90,24 @@ def scan(path, offset: int = 0, line: int = 1):
         return {}, [], offset, line
     except Refused as e:  # a link, a FIFO, a folder: never followed, never waited on
         return {}, [(line, f"the file {e}; not read")], offset, line
+    except OSError as e:
+        return {}, [(line, f"cannot read the file: {e.strerror or e}")], offset, line
     # Keyed by line number rather than a list of (line, record) tuples: 100k live
     # tuples make the cycle collector walk them again and again.
     records, problems = {}, []
     rest = b""
     with f:
-        f.seek(offset)
-        while piece := f.read(READ_PIECE):
-            data = rest + piece if rest else piece
-            end = data.rfind(b"\n") + 1
-            line = _scan_lines(data[:end], line, records, problems)
-            offset += end
-            rest = data[end:]
+        try:
+            f.seek(offset)
+            while piece := f.read(READ_PIECE):
+                data = rest + piece if rest else piece
+                end = data.rfind(b"\n") + 1
+                line = _scan_lines(data[:end], line, records, problems)
+                offset += end
+                rest = data[end:]
+        except OSError as e:  # what was read stands; the next read starts after it
+            problems.append((line, f"cannot read the file on from here: {e.strerror or e}"))
+            return records, problems, offset, line
     if rest:
         problems.append((line, f"skipped a torn last line ({len(rest)} bytes, no newline yet)"))
     return records, problems, offset, line

@@ -13,10 +13,12 @@ KEY is the server and the env's id: unique across the run, and the same when gc 
 """
 
 import json
+import os
 import time
 from pathlib import Path
 
 from .jsonl import append_line, read_lines
+from .reader import require_regular
 
 LEASES = "leases.jsonl"
 
@@ -41,10 +43,16 @@ def record(run_path, rec: dict) -> None:
 ENV_CLUSTER = "env-cluster"
 
 
-def still_held(run_path) -> list[dict]:
-    """The held records with no release after them, in the order they were taken."""
+def still_held(run_path, strict: bool = False) -> list[dict]:
+    """The held records with no release after them, in the order they were taken.
+
+    `strict`: for what acts on the answer once (`cua envs`, a resume): a leases.jsonl that is there
+    but cannot be read (a link, a FIFO, a folder) raises UnreadableRun, naming it, rather than
+    reading as no env held."""
     path = Path(run_path) / LEASES
-    return held(read_lines(path)) if path.exists() else []
+    if strict:
+        require_regular(path)
+    return held(read_lines(path)) if os.path.lexists(path) else []
 
 
 def held(records) -> list[dict]:

@@ -81,17 +81,25 @@ class RunReader:
         return {"success": outcomes["success"], "failure": outcomes["failure"], "errors": outcomes["error"]}
 
 
-def require_regular(path) -> None:
-    """Raise UnreadableRun when the run file `path` is there but is no regular file cua may read;
-    a missing one is only not written yet."""
+def unreadable(path) -> str | None:
+    """Why the run file `path` is there but cannot be read (a link, a FIFO, a folder, no permission);
+    None when it is a regular file, or missing: only not written yet. Nothing is followed or waited on."""
     try:
         open_regular(str(path)).close()
     except FileNotFoundError:
-        return
+        return None
     except Refused as e:
-        raise UnreadableRun(f"{path}: the file {e}; not read") from None
+        return f"the file {e}; not read"
     except OSError as e:
-        raise UnreadableRun(f"{path}: cannot read: {e.strerror or e}") from None
+        return f"cannot read: {e.strerror or e}"
+    return None
+
+
+def require_regular(path) -> None:
+    """Raise UnreadableRun, naming the file, when the run file `path` is there but cannot be read."""
+    why = unreadable(path)
+    if why:
+        raise UnreadableRun(f"{path}: {why}")
 
 
 def trajectory_dir(run: str, rec: dict, where: str) -> str | None:
@@ -117,10 +125,7 @@ def read_steps(traj_dir: str) -> tuple[list[tuple[int, dict]], list, str]:
     problem too, and read as null (records.step_record).
     """
     path = os.path.join(traj_dir, "traj.jsonl")
-    try:
-        rows, problems, _, _ = scan(path)
-    except OSError as e:  # no permission, a file where the folder is due
-        return [], [(1, f"cannot read the file: {e.strerror or e}")], path
+    rows, problems, _, _ = scan(path)
     steps = {}
     for n, obj in rows.items():
         rec, problem = step_record(obj)

@@ -66,7 +66,9 @@ def step_record(obj: dict) -> tuple[dict | None, str | None]:
     return {**obj, **dict.fromkeys(bad)}, f"step {obj['step']}: read without what is malformed: {why}"
 
 
-def _in_range(v, low, high) -> bool:
+def in_range(v, low=-_MAX_NUMBER, high=_MAX_NUMBER) -> bool:
+    """A JSON number (not a bool) in [low, high]: by default any a float holds (not NaN, not an
+    infinity, not an integer too large to convert)."""
     return type(v) in (int, float) and low <= v <= high
 
 
@@ -120,15 +122,15 @@ def episode_record(obj) -> tuple[dict | None, str | None]:
     if steps is not None and not is_index(steps):
         fixes["steps"] = None
         problems.append(f"steps is {_show(steps)}, not an integer >= 0; read as null")
-    if duration is not None and not _in_range(duration, 0, _MAX_DURATION):
+    if duration is not None and not in_range(duration, 0, _MAX_DURATION):
         fixes["duration_s"] = None
         problems.append(f"duration_s is {_show(duration)}, not a number of seconds; read as null")
     outcome, score, reward = get("outcome"), get("score"), get("reward")
     bad = None
-    if reward is not None and not _in_range(reward, -_MAX_NUMBER, _MAX_NUMBER):
+    if reward is not None and not in_range(reward):
         fixes["reward"] = None
         bad = f"reward is {_show(reward)}, not a finite number"
-    elif outcome != "error" and not _in_range(score, 0, 1):
+    elif outcome != "error" and not in_range(score, 0, 1):
         bad = f"score is {_show(score)}, not a number in [0, 1]"
     if bad and outcome != "error":
         problems.append(bad + "; counted as an error")
@@ -149,7 +151,7 @@ def phases_of(rec: dict) -> dict | None:
     """An episode line's phases (PHASES, seconds) when it has them all as numbers of seconds; else None
     (a line written before cua timed phases, or a hand-edited one)."""
     phases = rec.get("phases")
-    if type(phases) is not dict or not all(_in_range(phases.get(k), 0, _MAX_DURATION) for k in PHASES):
+    if type(phases) is not dict or not all(in_range(phases.get(k), 0, _MAX_DURATION) for k in PHASES):
         return None
     return phases
 
@@ -164,7 +166,7 @@ def metric_record(obj) -> dict | None:
     """A metrics.jsonl line: a model server's sample {"t", "server", "up", SERVER_SAMPLE...} or a GPU's
     {"t", "gpu", GPU_SAMPLE...}, with those fields only; None for anything else. A field that is not a
     number is read as null, so one bad value never drops a curve."""
-    if type(obj) is not dict or not _in_range(obj.get("t"), 0, _MAX_DURATION * 10):
+    if type(obj) is not dict or not in_range(obj.get("t"), 0, _MAX_DURATION * 10):
         return None
     if type(obj.get("server")) is str and type(obj.get("up")) is bool:
         head, fields = {"server": obj["server"], "up": obj["up"]}, SERVER_SAMPLE
@@ -172,7 +174,7 @@ def metric_record(obj) -> dict | None:
         head, fields = {"gpu": obj["gpu"]}, GPU_SAMPLE
     else:
         return None
-    values = {k: obj[k] if _in_range(obj.get(k), 0, _MAX_NUMBER) else None for k in fields}
+    values = {k: obj[k] if in_range(obj.get(k), 0) else None for k in fields}
     return {"t": obj["t"], **head, **values}
 
 

@@ -11,10 +11,11 @@ import json
 import math
 from collections import defaultdict
 
+from .._util.diag import warn
 from ..errors import InputError
 from ..runfolder.confined import Refused, read_in, run_root
 from ..runfolder.reader import RunReader
-from ..runfolder.records import phases_of
+from ..runfolder.records import in_range, phases_of
 from .readers import RunData
 from .timing import read_metrics
 
@@ -60,13 +61,26 @@ def _get(obj, *keys):
 
 
 def _config(path) -> dict:
-    """run.json's resolved config; {} when it is missing, refused or not JSON (its figures are then unknown)."""
+    """run.json's resolved config; {} when run.json is missing, not read or no JSON object (the figures it
+    gives are then unknown), with a warning naming it but when missing."""
+    where = path / "run.json"
     try:
         raw = read_in(run_root(path), "run.json", MAX_RUN_JSON)
         meta = json.loads(raw) if len(raw) <= MAX_RUN_JSON else None
-    except (Refused, OSError, ValueError, RecursionError):
+    except FileNotFoundError:
+        return {}
+    except Refused as e:
+        warn(f"{where}: the file {e}; not read")
+        return {}
+    except OSError as e:
+        warn(f"{where}: cannot read: {e.strerror or e}")
+        return {}
+    except (ValueError, RecursionError):
         meta = None
-    config = _get(meta, "config")
+    if type(meta) is not dict:
+        warn(f"{where}: holds no JSON object (of at most {MAX_RUN_JSON >> 20} MiB); read as no config")
+        return {}
+    config = meta.get("config")
     return config if type(config) is dict else {}
 
 
@@ -86,7 +100,7 @@ def memory_cap(config: dict) -> tuple[float | None, str | None]:
     gib = _get(limits, "memory_gib")
     if _get(limits, "enforce") is not True:
         return None, "the desktops ran without limits (env.osworld.limits.enforce false): their memory is not recorded"
-    if type(gib) not in (int, float) or not 0 < gib < math.inf:
+    if not (in_range(gib, 0) and gib > 0):
         return None, "run.json records no env.osworld.limits.memory_gib"
     return float(gib), None
 
@@ -95,7 +109,7 @@ def _pause_s(config: dict) -> float:
     """Samples further apart than this are two sessions of the sampler (a resumed run), not load
     between them: the sampler takes at most its period or its timeout between samples."""
     period = _get(config, "runner", "sample_s")
-    period = float(period) if type(period) in (int, float) and 0 <= period < math.inf else 0.5
+    period = float(period) if in_range(period, 0) else 0.5
     return 2 * max(period, SAMPLER_TIMEOUT_S)
 
 
@@ -187,10 +201,7 @@ def cost_figures(data: RunData, prices: dict) -> dict:
     samples do not say whose request was running."""
     config = _config(data.path)
     attempts = RunReader(data.path, keep_attempts=True, strict=True).refresh().attempts
-    try:
-        metrics = read_metrics(data.path)[0]
-    except OSError:  # no permission: as if nothing was sampled
-        metrics = []
+    metrics = read_metrics(data.path, warn=True)[0]
     load, unknown = model_load(metrics, _pause_s(config))
     cap, why_not = memory_cap(config)
     if why_not:

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from .._util.diag import warn_problems
 from ..runfolder.jsonl import scan
 from ..runfolder.reader import RunReader, checked
 from ..runfolder.records import METRICS, PHASES, metric_record, phases_of
@@ -39,10 +40,21 @@ def _mean(values) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def read_metrics(path, pos=(0, 1)) -> tuple[list[dict], tuple[int, int]]:
-    """The valid lines of a run's metrics.jsonl after `pos` (byte offset, line), and where to go on."""
+def read_metrics(path, pos=(0, 1), warn: bool = False) -> tuple[list[dict], tuple[int, int], list]:
+    """The valid lines of a run's metrics.jsonl after `pos` (byte offset, line), where to go on, and the
+    problems of the file and its lines as (line, text). `warn`: name them on stderr (not for a live view,
+    which redraws)."""
     rows, problems, offset, line = scan(path / METRICS, *pos)
-    return [r for _, r in checked(rows, lambda o: (metric_record(o), None), problems)], (offset, line)
+    lines = checked(rows, _sample, problems)
+    problems.sort()
+    if warn:
+        warn_problems(path / METRICS, problems)
+    return [r for _, r in lines], (offset, line), problems
+
+
+def _sample(obj) -> tuple[dict | None, str | None]:
+    rec = metric_record(obj)
+    return rec, None if rec is not None else "skipped a line that is no model server's or GPU's sample"
 
 
 def servers(lines: list[dict]) -> list[dict]:
@@ -95,7 +107,7 @@ def _phases(timed: list[dict]) -> dict:
 def timing_figures(path, reader: RunReader | None = None, metrics: list[dict] | None = None) -> dict:
     """The timing figures of a cua run folder (a live one too: pass its reader and metric lines)."""
     reader = reader or RunReader(path, keep_attempts=True, strict=True).refresh(warn=True)
-    metrics = read_metrics(reader.path)[0] if metrics is None else metrics
+    metrics = read_metrics(reader.path, warn=True)[0] if metrics is None else metrics
     attempts = reader.attempts or []
     timed = [{**r, "phases": ph} for r in attempts
              if (ph := phases_of(r)) is not None and isinstance(r.get("started_at"), (int, float))

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import InputError
 from ..runfolder.confined import Refused, confined_dir, open_regular, read_in, run_root
 from ..runfolder.jsonl import scan
+from ..runfolder.reader import unreadable
 from ..runfolder.records import METRICS, episode_record, phases_of, scheduled_record
 from ..stats.figures import bootstrap, wilson
 from ..stats.timing import SHARES, read_metrics, servers
@@ -61,8 +62,8 @@ def _get(obj, *keys):
     return obj
 
 
-def open_run(path) -> tuple[str, dict]:
-    """The real path of the run folder `path` and its run.json (an empty dict if unreadable);
+def open_run(path) -> tuple[str, dict | None]:
+    """The real path of the run folder `path` and its run.json (None when it holds no JSON object);
     InputError when `path` is no cua run folder."""
     root = run_root(path)
     if not os.path.isdir(root):
@@ -74,10 +75,10 @@ def open_run(path) -> tuple[str, dict]:
     except (Refused, OSError) as e:
         raise InputError(f"{path}: not a cua run folder cua can read (run.json: {e})") from None
     try:
-        meta = json.loads(raw) if len(raw) <= MAX_RUN_JSON else {}
+        meta = json.loads(raw) if len(raw) <= MAX_RUN_JSON else None
     except (ValueError, RecursionError):
-        meta = {}
-    return root, meta if type(meta) is dict else {}
+        meta = None
+    return root, meta if type(meta) is dict else None
 
 
 def newest_run(results: Path) -> Path:
@@ -101,6 +102,12 @@ def newest_run(results: Path) -> Path:
     return best[1]
 
 
+def _bad_lines(problems: list, line: int) -> set[int]:
+    """The lines a scan found bad; not one at `line`, where reading goes on: a torn last line is looked
+    at again, and a file not read at all is said otherwise (reader.unreadable)."""
+    return {n for n, _ in problems if n < line}
+
+
 def _overlap(start: float, end: float, t0: float, t1: float) -> float:
     return max(0.0, min(end, t1) - max(start, t0))
 
@@ -108,6 +115,8 @@ def _overlap(start: float, end: float, t0: float, t1: float) -> float:
 class RunWatch:
     def __init__(self, path, window: float = 60.0):
         self.root, meta = open_run(path)
+        self.meta_problem = None if meta is not None else "run.json: holds no JSON object; its config is not known"
+        meta = meta or {}
         run_id = meta.get("run_id")
         self.name = run_id if type(run_id) is str else Path(self.root).name
         slots = _get(meta, "config", "runner", "num_envs")
@@ -136,14 +145,24 @@ class RunWatch:
         self.gpus: dict[int, dict] = {}
         self.recent_metrics: deque = deque()
         self._drained_since: float | None = None
+        self.bad = Counter()  # per file: lines read that are no JSON object, or no record of the file
 
     # --- reading -------------------------------------------------------------------------------
 
-    def _read(self, name: str) -> list:
-        path = os.path.join(self.root, name)
-        rows, _, offset, line = scan(path, *self._pos[name])  # bad lines are skipped: `cua stats` names them
+    def _read(self, name: str, check) -> list[dict]:
+        """The records of the lines appended to `name` since the last read, each line checked by `check`."""
+        rows, problems, offset, line = scan(os.path.join(self.root, name), *self._pos[name])
         self._pos[name] = (offset, line)
-        return list(rows.values())
+        bad = _bad_lines(problems, line)
+        records = []
+        for n, obj in rows.items():
+            rec, _ = check(obj)
+            if rec is None:
+                bad.add(n)
+            else:
+                records.append(rec)
+        self.bad[name] += len(bad)
+        return records
 
     def _read_episodes(self) -> None:
         # What is parsed holds no cycles: the cycle collector walking 100,000 fresh records again and
@@ -157,14 +176,9 @@ class RunWatch:
                 gc.enable()
 
     def _read_lines(self) -> None:
-        for obj in self._read("scheduled.jsonl"):
-            rec, _ = scheduled_record(obj)
-            if rec is not None:
-                self.scheduled.add((rec["task_id"], rec["sample"]))
-        for obj in self._read("episodes.jsonl"):
-            r, _ = episode_record(obj)
-            if r is None:
-                continue
+        for rec in self._read("scheduled.jsonl", scheduled_record):
+            self.scheduled.add((rec["task_id"], rec["sample"]))
+        for r in self._read("episodes.jsonl", episode_record):
             self._attempt(r)
             pair = (r["task_id"], r["sample"])
             old = self.final.get(pair)
@@ -209,7 +223,8 @@ class RunWatch:
         path = os.path.join(self.root, METRICS)
         if self._metrics_pos is None:
             self._metrics_pos = (_tail_start(path, 2 * self.window), 1)
-        lines, self._metrics_pos = read_metrics(Path(self.root), self._metrics_pos)
+        lines, self._metrics_pos, problems = read_metrics(Path(self.root), self._metrics_pos)
+        self.bad[METRICS] += len(_bad_lines(problems, self._metrics_pos[1]))
         for m in lines:
             if "server" in m:
                 if m["server"] in self.latest or len(self.latest) < MAX_SERVERS:
@@ -239,7 +254,12 @@ class RunWatch:
         self._read_metrics()
         queue, problem = self._queue()
         claims = self.claims.refresh()
-        problems = [p for p in (problem, self.claims.problem) if p]
+        problems = [p for p in (self.meta_problem, problem, self.claims.problem) if p]
+        # A run file that is there but not read (a link, a FIFO, a folder) is said, not shown as empty.
+        problems += [f"{name}: {why}" for name in ("scheduled.jsonl", "episodes.jsonl", METRICS)
+                     if (why := unreadable(os.path.join(self.root, name)))]
+        problems += [f"{name}: {n} bad line{'s' * (n != 1)} (`cua stats` names them)"
+                     for name, n in self.bad.items() if n]
         scheduled = len(self.scheduled)
         drained = (scheduled > 0 and queue["pending"] == queue["claimed"] == 0
                    and queue["done"] + queue["failed"] >= scheduled)

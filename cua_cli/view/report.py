@@ -102,7 +102,7 @@ class RunReport:
             _write(self.page_path(pair), self._episode_page(pair, prev, nxt))
         _write(self.out / "timeline.js", TIMELINE_JS)
         _write(self.out / "timeline.html", _page(f"cua run {self.run.name} · timeline",
-                                                 timeline_page(self.reader, read_metrics(self.run)[0]),
+                                                 timeline_page(self.reader, read_metrics(self.run, warn=True)[0]),
                                                  "style.css", '<script src="timeline.js"></script>'))
         index = self.out / "index.html"
         _write(index, self._index_page())
