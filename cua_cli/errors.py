@@ -7,6 +7,7 @@
         LayoutError           a results folder no reader knows
         ReportError           a run `cua view` cannot show, or a report folder it cannot use
         UnreadableRun         a run whose scheduled or episodes file is there but no regular file
+        UnwritableRun         a run file or folder cua would write through: a link, a FIFO, a folder
       FleetError              the fleet could not be started, reloaded or stopped
       FleetFileError          a fleet file that is missing or not one
       SinkUnavailable         a sink that cannot take trajectories now (a database down)
@@ -60,6 +61,11 @@ class ReportError(InputError):
 
 class UnreadableRun(InputError):
     """A run file that is there but cannot be read as one (a link, a FIFO, a folder)."""
+
+
+class UnwritableRun(InputError):
+    """A file or folder of a run that cua would have to write through (a link, a FIFO, a file where a
+    folder is due): nothing is written, so nothing lands outside the run."""
 
 
 class FleetError(CuaError):

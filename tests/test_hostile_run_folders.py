@@ -167,9 +167,9 @@ def test_a_resume_refuses_a_leases_file_it_cannot_read(tmp_path, kind):
     finally:
         watch.close()
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.strip().splitlines()[-1] == (
+    assert r.stderr.strip().splitlines()[-1] == (  # a file the resume would append its releases to
         f"Error: {run / 'leases.jsonl'}: the file is {'a FIFO, not a regular file' if kind == 'fifo' else 'a link'}; "
-        "not read"), r.stderr
+        "not written"), r.stderr
     assert not (tmp_path / "results").exists() and not (run / "queue").exists()
 
 

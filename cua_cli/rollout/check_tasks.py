@@ -162,6 +162,9 @@ def _create(cfg: Config, config: str) -> Path:
 
 def _run_of(folder: Path, phase: str) -> str | None:
     """The phase's run folder in a check folder being resumed; None when it has none yet."""
+    linked = sorted(p for p in folder.glob(f"{phase}-*") if p.is_symlink())
+    if linked:  # a run the check would write into, outside the check folder
+        raise InputError(f"{linked[0]}: is a link; a check folder's runs are folders in it")
     found = sorted(p for p in folder.glob(f"{phase}-*") if (p / "run.json").is_file())
     if len(found) > 1:
         raise InputError(f"{folder}: holds {len(found)} {phase} runs ({', '.join(p.name for p in found)}); "

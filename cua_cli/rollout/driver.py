@@ -15,9 +15,11 @@ from ..config import Config, for_rollout
 from ..dart.reloads import CheckpointWatcher
 from ..dart.rounds import AdaptiveRounds
 from ..dart.sink import dart_sinks, database
+from ..errors import UnwritableRun
 from ..models import make_model, model_servers
 from ..osworld import OSWORLD_EVALUATOR
 from ..runfolder.reader import RunReader
+from ..runfolder.records import ENV_SERVER_LOG
 from ..runfolder.writer import RunDir
 from ..stats.figures import run_figures
 from ..stats.readers import from_reader
@@ -61,6 +63,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
+        run.check_writable()  # a link planted in the run: stop here, naming it, before anything is done
         release_leftovers(run.path, secrets.get("env"), strict=True)  # what the interrupted invocation left held
     else:
         about = {"scored_as": OSWORLD_EVALUATOR} if cfg.env.kind == "osworld" else {}
@@ -87,10 +90,10 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
         idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
         if cfg.env.kind == "osworld":
-            local = local_desktops(cfg, run.path / "env-server.log", secrets)
+            local = local_desktops(cfg, run.path / ENV_SERVER_LOG, secrets)
         else:
             local = EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
-                                   run.path / "env-server.log", idle, agentgym_args(cfg))
+                                   run.path / ENV_SERVER_LOG, idle, agentgym_args(cfg))
         env_url = local.start()
         local.record(run.path / LOCAL_SERVER)  # so `cua envs gc` can stop it should this rollout be killed
     start = time.monotonic()
@@ -98,7 +101,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     monitor.start()
     progress = Progress(run.path, queue)
     dart_run_id = cfg.storage.mysql.run_id or run.path.name  # the id DART-GUI's trainer is configured with
-    follower = watcher = runners = screens = None
+    follower = watcher = runners = screens = unwritable = None
     stopping, give_up_at = 0, math.inf  # 0 running, 1 ending episodes, 2 stopped at once
     try:
         if cfg.env.kind == "osworld":  # `cua watch` sees the desktops through it: only this process holds their token
@@ -135,7 +138,10 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
         if screens:
             screens.close()
         if runners is not None:  # envs of runners stopped at once or lost (leases.jsonl), while servers still run
-            release_leftovers(run.path, secrets.get("env"), local_too=False)
+            try:
+                release_leftovers(run.path, secrets.get("env"), local_too=False)
+            except UnwritableRun as e:  # said once the rest is stopped
+                unwritable = e
         if local:
             local.stop()
         if watcher:
@@ -145,6 +151,12 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
             if left:
                 progress.write(f"{left} finished trajectories are not in storage yet (a sink is down): "
                                f"`cua rollout CONFIG --resume {run.path}` passes them on")
+    if runners.refused:  # the runner said which file it met; name it here too when a resume would refuse it
+        run.check_writable()
+        raise UnwritableRun(f"{run.path}: the rollout stopped: a runner met a file or folder of the run it would "
+                            "not write through (see above)")
+    if unwritable:
+        raise unwritable
     summary = run_figures(from_reader(progress.reader.refresh(warn=True)))
     # Every attempt, not only the final ones (their problems were warned about just above).
     timing = timing_figures(run.path, RunReader(run.path, keep_attempts=True).refresh())

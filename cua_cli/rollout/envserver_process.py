@@ -11,6 +11,7 @@ import time
 from .._util.atomic import write_atomic
 from .._util.procgroup import kill_group
 from ..errors import CuaError
+from ..runfolder.confined import open_writable
 
 
 class EnvServerProcess:
@@ -29,11 +30,13 @@ class EnvServerProcess:
         self.url = None
 
     def start(self, timeout: float = 60.0) -> str:
-        log = open(self.log_path, "ab")
-        # Own session: stopping it takes down the whole group, browsers included.
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
-                                     env=self.env)
-        log.close()
+        log = open_writable(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)  # in the run: never through a link
+        try:
+            # Own session: stopping it takes down the whole group, browsers included.
+            self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                                         env=self.env)
+        finally:
+            os.close(log)
         deadline = time.monotonic() + timeout
         line = b""
         while time.monotonic() < deadline:

@@ -2,8 +2,10 @@
 
 It speaks only the Env, Agent and Model seams. Agent mistakes end a step
 inside the agent (the turn's `stop`); errors of the error tree end the
-episode with their own stop reason; anything else is a bug in cua, logged
-with its traceback and recorded as `runner_error`. Every step that got an
+episode with their own stop reason; a run file or folder the attempt would
+write through (a link planted in the run folder) is `runner_error` naming it;
+anything else is a bug in cua, logged with its traceback and recorded as
+`runner_error`. Every step that got an
 observation has its traj.jsonl line, however it ended.
 """
 
@@ -15,9 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .._util.budget import Budget
+from .._util.diag import warn
 from ..agents import Agent, Turn
 from ..envs import Env
-from ..errors import Abandoned, ActionRefused, DesktopLimit, EpisodeEnd, Stopped
+from ..errors import Abandoned, ActionRefused, DesktopLimit, EpisodeEnd, Stopped, UnwritableRun
 from ..models import Model, by_file
 from ..runfolder import takeover
 from ..runfolder.records import PHASES, attempt_line, step_line, turn_fields
@@ -92,6 +95,9 @@ class Episode:
             rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
             if isinstance(e, DesktopLimit):  # what ran on the desktop took it over: the agent's doing
                 rec.update(outcome="failure", reward=0.0, score=0.0, desktop_limit=e.kind)
+        except UnwritableRun as e:  # a link planted in the run folder: nothing went through it; the queue retries
+            warn(self.redact(f"task {self.task.task_id!r}: {e}"))
+            rec["stop_reason"], rec["error"] = "runner_error", str(e)
         except Exception as e:  # a bug in cua: keep its traceback, the record and the claim
             sys.stderr.write(self.redact(f"cua bug in task {self.task.task_id!r}:\n{traceback.format_exc()}"))
             rec["stop_reason"], rec["error"] = "runner_error", _last_line(e)
@@ -100,7 +106,7 @@ class Episode:
                 try:
                     with self.phases.timed("release_s"):
                         session.release(budget.unhurried())
-                except EpisodeEnd as e:
+                except (EpisodeEnd, UnwritableRun) as e:  # the latter: its lease's line, refused; the play stands
                     rec["release_error"] = self._masked(str(e))
             rec["duration_s"] = round(time.monotonic() - start, 3)
             rec["phases"] = self.phases.record(rec["duration_s"])

@@ -20,9 +20,9 @@ from ..errors import EnvError, InputError
 from ..osworld.allocation import Allocator
 from ..runfolder.confined import Refused, read_in, run_root
 from ..runfolder.leases import ENV_CLUSTER, record, released_record, still_held
+from ..runfolder.records import LOCAL_SERVER
 
 RELEASE_TIMEOUT_S = 30.0
-LOCAL_SERVER = "env-server.json"   # in the run folder: the local server's url and pid
 MAX_LOCAL_SERVER = 4096            # bytes: a url and a pid
 MAX_RUN_JSON = 4 << 20             # run.json holds the config: more is not one
 LOCAL_STOP_S = 60.0                # for it to tear its desktops down

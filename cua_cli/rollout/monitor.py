@@ -7,6 +7,7 @@ that does not answer gets an `"up": false` line, so a gap in its curve is a gap,
 """
 
 import json
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from .._util.diag import note
 from .._util.httpclient import BadStatus, HttpError
 from ..fleet import metrics
 from ..fleet.nvml import Gpus
+from ..runfolder.confined import open_writable
 from ..runfolder.records import METRICS
 
 NO_ROUTE = (404, 405, 501)  # a server that keeps no metrics
@@ -39,6 +41,7 @@ class Monitor:
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         self.gpus = None
+        self.out = None
 
     def start(self) -> None:
         if not self.interval_s:
@@ -46,6 +49,14 @@ class Monitor:
         self.gpus = Gpus()
         if not self.servers and not self.gpus.count:
             return
+        # Opened here, as every run file is written (a link there: UnwritableRun, before the run starts), and
+        # kept: the samples go to this file however the folder changes meanwhile.
+        try:
+            fd = open_writable(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except BaseException:
+            self.gpus.close()
+            raise
+        self.out = os.fdopen(fd, "a", encoding="utf-8")
         self.thread = threading.Thread(target=self._run, name="cua-monitor", daemon=True)
         self.thread.start()
 
@@ -58,7 +69,7 @@ class Monitor:
 
     def _run(self) -> None:
         pool = ThreadPoolExecutor(max_workers=min(16, max(1, len(self.servers))), thread_name_prefix="cua-metrics")
-        with self.path.open("a", encoding="utf-8") as out:
+        with self.out as out:
             while True:
                 t = time.time()
                 lines = list(pool.map(self._server_line, list(self.servers), [t] * len(self.servers)))

@@ -11,8 +11,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .._util.diag import warn
 from ..config import Config
-from ..errors import BadTask
+from ..errors import BadTask, UnwritableRun
 from ..runfolder.records import error_line
 from ..runfolder.writer import RunDir
 from ..tasks import task_from_dict
@@ -37,6 +38,7 @@ class Runner:
         self.queue = self.folder.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
         self.player = Player(cfg, spec.env_url, spec.secrets, shared)
         self.idle = IdleSlots(self.queue, cfg.runner)
+        self.refused: str | None = None  # a file or folder of the run it would not write through: it stopped
 
     def run(self, stop: threading.Event) -> None:
         """Play pairs until the queue is done (or `stop` is set)."""
@@ -55,6 +57,15 @@ class Runner:
         finished.set()
 
     def _slot(self, stop, lane: str) -> None:
+        try:
+            self._play_pairs(stop, lane)
+        except UnwritableRun as e:  # the queue or episodes.jsonl: no pair can be filed, so the runner stops
+            if self.refused is None:  # said once, not by every slot that meets it on its way out
+                self.refused = str(e)
+                refused_stop(e)
+            stop.set()
+
+    def _play_pairs(self, stop, lane: str) -> None:
         idle_since = time.monotonic()
         while not stop.is_set():
             item = self.queue.claim()
@@ -66,9 +77,16 @@ class Runner:
                 continue
             waited, task = time.monotonic() - idle_since, checked_task(self.queue, item)
             if task is not None:
-                rec = self.player.play(item, task, self.folder.traj(item), stop.is_set)
+                with self.folder.traj(item) as traj:
+                    rec = self.player.play(item, task, traj, stop.is_set)
                 file_attempt(self.queue, item, placed(rec, lane, waited))
                 idle_since = time.monotonic()
+
+
+def refused_stop(e: UnwritableRun) -> None:
+    """Say why a runner stops on a run file or folder it would not write through, and what becomes of its pairs."""
+    warn(f"{e}. The runner stops; the pairs it holds stay claimed (an attempt whose line could not be written is "
+         "not lost: `cua rollout --resume` plays it again)")
 
 
 def lane_name(slot: int) -> str:

@@ -1,4 +1,4 @@
-"""Reading a run folder's files, and never anything outside it.
+"""Reading and writing a run folder's files, and never anything outside it.
 
 A run folder is data, possibly crafted: its records name paths (`traj` in
 episodes.jsonl, `screenshot` and prompt images in traj.jsonl) that must lead
@@ -13,13 +13,43 @@ to a file inside the folder. Every reader of a run folder opens files here:
 
 What is refused raises `Refused`, whose text says why in a few words, for a
 warning that also names the record.
+
+Every writer of a run folder (its JSONL files, the queue, trajectory folders,
+logs) opens files here too, by the same rule seen from the other side:
+
+- `open_writable` opens a file without following a link at its last part
+  (O_NOFOLLOW) and only when it is a regular file: a link planted where a run
+  file was, even while the run goes on, is never written through.
+- `make_dirs` makes (or opens) a folder inside a folder cua trusts one part at
+  a time, each part opened without following a link, so a linked
+  `trajectories/`, `trajectories/<task>/` or `queue/pending/` is never written
+  into. It can hand back the folder's descriptor: files written relative to it
+  stay in that folder even if a folder above it is swapped for a link later.
+- `check_writable_file` / `check_writable_dir`: the same judgement of what is
+  there now, for a resume to refuse a run before it starts anything.
+
+A file replaced whole (queue files, `unsupported.jsonl`, `env-server.json`)
+goes through _util/atomic.write_atomic, which makes a new file (O_EXCL,
+O_NOFOLLOW) and renames it over the old: a link there is replaced, never
+followed.
+
+What a writer refuses raises UnwritableRun (an InputError: exit 2), naming the
+path. A folder's parents are checked when it is made or opened, once, never per
+write: a write costs only its O_NOFOLLOW flag.
 """
 
 import errno
 import os
 import stat
+from pathlib import Path
+
+from ..errors import UnwritableRun
 
 _NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO to write must fail (ENXIO) or return at once, never wait for a reader. It is
+# left on: I/O on a regular file ignores it, and clearing it would cost two more system calls a write.
+_WRITE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class Refused(Exception):
@@ -113,9 +143,113 @@ def read_in(folder: str, rel, limit: int | None = None) -> bytes:
         return f.read() if limit is None else f.read(limit + 1)
 
 
+def open_writable(path, flags: int, mode: int = 0o644, dir_fd: int | None = None, shown=None,
+                  regular_only: bool = True) -> int:
+    """A descriptor of the regular file at `path` (relative to `dir_fd` when given), opened with `flags`
+    (O_WRONLY or O_RDWR, O_APPEND, O_CREAT, O_TRUNC, ...) without following a link at its last part and
+    without waiting on a FIFO. UnwritableRun, naming `shown` (else `path`), for a link, a folder, a FIFO
+    or anything but a regular file; other OSErrors (a full disk, no permission) pass through.
+
+    `regular_only=False` spares a write-only open the fstat of its kind check, for a file written at
+    every step: the open itself still refuses a link (ELOOP), a folder (EISDIR) and a FIFO or socket
+    nobody reads (ENXIO); a FIFO someone reads gets bytes they could read in the run folder anyway."""
+    return open_writable_stat(path, flags, mode, dir_fd, shown, regular_only)[0]
+
+
+def open_writable_stat(path, flags: int, mode: int = 0o644, dir_fd: int | None = None, shown=None,
+                       regular_only: bool = True) -> tuple[int, os.stat_result | None]:
+    """`open_writable`, and the file's stat as it was opened (a writer that needs its size asks no more;
+    None without the kind check)."""
+    try:
+        fd = os.open(path, flags | _WRITE, mode, dir_fd=dir_fd)
+    except OSError as e:
+        why = {errno.ELOOP: "is a link", errno.EISDIR: "is a folder, not a regular file",
+               errno.ENXIO: "is a FIFO or a socket, not a regular file"}.get(e.errno)
+        if why:
+            raise _unwritable_file(shown or path, why) from None
+        raise
+    if not regular_only:
+        return fd, None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _unwritable_file(shown or path, f"is {_kind(st.st_mode)}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def make_dirs(base, rel: str, keep: bool = False):
+    """The folder `rel` ("a/b/c") inside `base` (a folder cua trusts: the run folder), made where missing.
+    Each part is made and opened without following a link: UnwritableRun, naming it, for one that is a
+    link or no folder. Returns the folder's path, or with `keep` an open descriptor of it (the caller
+    closes it) to write relative to."""
+    path = Path(base)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the base itself may be a link: trusted
+    try:
+        for part in (p for p in rel.split("/") if p not in ("", ".")):
+            path = path / part
+            try:
+                os.mkdir(part, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                sub = os.open(part, _DIR, dir_fd=fd)
+            except OSError as e:
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                raise _unwritable_dir(path, _dir_problem(os.lstat(part, dir_fd=fd).st_mode)) from None
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    if keep:
+        return fd
+    os.close(fd)
+    return path
+
+
+def check_writable_file(path) -> None:
+    """UnwritableRun when something is at `path` that a writer would refuse: a link, anything but a
+    regular file. Nothing there is fine: a writer makes it."""
+    try:
+        st_mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st_mode):
+        raise _unwritable_file(path, "is a link")
+    if not stat.S_ISREG(st_mode):
+        raise _unwritable_file(path, f"is {_kind(st_mode)}, not a regular file")
+
+
+def check_writable_dir(path) -> None:
+    """UnwritableRun when something is at `path` that make_dirs would refuse: a link, anything but a folder."""
+    try:
+        st_mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st_mode):
+        raise _unwritable_dir(path, _dir_problem(st_mode))
+
+
+def _dir_problem(st_mode: int) -> str:
+    return "is a link" if stat.S_ISLNK(st_mode) else f"is {_kind(st_mode)}, not a folder"
+
+
+def _unwritable_file(path, why: str) -> UnwritableRun:
+    return UnwritableRun(f"{path}: the file {why}; not written")
+
+
+def _unwritable_dir(path, why: str) -> UnwritableRun:
+    return UnwritableRun(f"{path}: {why}; nothing is written into it")
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISLNK, "a link")):
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISLNK, "a link"),
+                       (stat.S_ISREG, "a regular file")):
         if test(mode):
             return name
     return "not a regular file"

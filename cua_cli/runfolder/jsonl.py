@@ -15,7 +15,7 @@ import os
 import re
 
 from .._util.diag import warn_problems
-from .confined import Refused, open_regular
+from .confined import Refused, open_regular, open_writable_stat
 
 # The C scanner of the json module: one value at an index, without json.loads'
 # per-call Python wrapper. Parsing line by line with it is nearly as fast as
@@ -32,22 +32,25 @@ MAX_RECOVERY_TRIES = 64
 READ_PIECE = 8 << 20
 
 
-def append_line(path, obj) -> None:
+def append_line(path, obj, dir_fd: int | None = None, shown=None) -> None:
     """Append one JSON object as a single whole-line write.
 
     One `os.write` on an O_APPEND descriptor, so lines of concurrent writers
     never interleave. A crash can still leave a torn last line (no newline):
     the next append then starts a new line, so the torn bytes never join its
     record. Lone surrogates in strings are written as \\uXXXX escapes, so the
-    file stays UTF-8 and reads back to the same strings.
+    file stays UTF-8 and reads back to the same strings. The file is opened as
+    every run file is written (confined.open_writable): a link or a FIFO there
+    raises UnwritableRun, naming `shown` (else `path`), and nothing is written.
+    `dir_fd`: `path` is a name in that open folder.
     """
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
     # Only lone surrogates cannot be encoded, and json.dumps puts them only inside
     # strings, where backslashreplace's \udXXX is exactly the JSON escape.
     data = text.encode("utf-8", "backslashreplace")
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd, st = open_writable_stat(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, dir_fd=dir_fd, shown=shown)
     try:
-        size = os.fstat(fd).st_size
+        size = st.st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data  # an empty line is harmless, a joined one loses a record
         os.write(fd, data)

@@ -11,6 +11,8 @@ import fcntl
 import os
 import threading
 
+from .confined import open_writable
+
 
 class QueueLock:
     def __init__(self, path):
@@ -23,7 +25,8 @@ class QueueLock:
         self._threads.acquire()
         try:
             if self._pid != os.getpid():  # never a descriptor (and its lock) inherited through fork
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                # Never through a link: O_CREAT would make the file it points to, outside the run.
+                self._fd = open_writable(self.path, os.O_RDWR | os.O_CREAT)
                 self._pid = os.getpid()
             fcntl.flock(self._fd, fcntl.LOCK_EX)
         except BaseException:

@@ -8,6 +8,10 @@ never take the same pair. A claim carries a lease (owner host, pid, token);
 its heartbeat is the claim file's mtime. A claim whose heartbeat is older than
 the lease TTL, or whose owner process on this host is gone, goes back to
 pending.
+
+The queue's folders are made and checked when a DirQueue opens them (confined.make_dirs):
+a linked `queue/` or `queue/pending/` is refused (UnwritableRun), never written into. Files
+are replaced whole (write_atomic) or appended to without following a link.
 """
 
 import json
@@ -22,13 +26,14 @@ import psutil
 
 from .._util.atomic import write_atomic
 from .._util.text import clip
-from .confined import Refused, open_regular
+from .confined import Refused, check_writable_dir, check_writable_file, make_dirs, open_regular
 from .jsonl import append_line, read_from
 from .lock import QueueLock
 from .names import pair_key
 from .records import error_line, is_index, scheduled_record
 
 STATES = ("pending", "claimed", "done", "failed")
+LOCK, REJECTED = ".lock", "rejected.jsonl"
 HOST = socket.gethostname()
 MAX_ITEM_BYTES = 16 << 20  # a queue file holds one task; anything bigger is not one
 
@@ -96,9 +101,9 @@ class DirQueue:
         self.episodes_path = Path(episodes_path)
         self.max_attempts = max_attempts
         self.lease_ttl = lease_ttl
-        for state in STATES:
-            (self.root / state).mkdir(parents=True, exist_ok=True)
-        self._lock = QueueLock(self.root / ".lock")
+        for state in STATES:  # the run folder (the queue's parent) is trusted; each folder below it is checked
+            make_dirs(self.root.parent, f"{self.root.name}/{state}")
+        self._lock = QueueLock(self.root / LOCK)
         self._pending: list[str] = []  # names in pending/ at the last look, in the order claims take them
         self._scheduled: set[tuple[str, int]] = set()
         self._scheduled_offset = 0
@@ -127,8 +132,8 @@ class DirQueue:
         if target.exists():  # never overwrite a pair's record of its own
             target = target.with_name(f"{key}.rejected-{uuid.uuid4().hex[:8]}.json")
         os.replace(path, target)
-        append_line(self.root / "rejected.jsonl", {"file": f"{state}/{key}.json", "moved_to": f"failed/{target.name}",
-                                                   "error": error, "time": round(time.time(), 3)})
+        append_line(self.root / REJECTED, {"file": f"{state}/{key}.json", "moved_to": f"failed/{target.name}",
+                                           "error": error, "time": round(time.time(), 3)})
 
     def _schedule(self, item: dict) -> None:
         """Append the pair to scheduled.jsonl once (call under the lock)."""
@@ -194,10 +199,11 @@ class DirQueue:
 
     def _still_ours(self, key: str, token: str) -> bool:
         try:
-            lease = json.loads(self._path("claimed", key).read_text()).get("lease", {})
-        except (OSError, ValueError):
+            with open_regular(str(self._path("claimed", key))) as f:
+                lease = json.loads(f.read(MAX_ITEM_BYTES)).get("lease", {})
+        except (OSError, ValueError, RecursionError, Refused, AttributeError):
             return False
-        return lease.get("token") == token
+        return isinstance(lease, dict) and lease.get("token") == token
 
     def finish(self, item: dict, record: dict, retry: bool = False, count_error: bool = True,
                give_up: bool = False) -> str:
@@ -235,7 +241,7 @@ class DirQueue:
             keys = list(self._held)
         for key in keys:
             try:
-                os.utime(self._path("claimed", key))
+                os.utime(self._path("claimed", key), follow_symlinks=False)  # a link planted there is not followed
             except FileNotFoundError:
                 pass
 
@@ -297,3 +303,13 @@ class DirQueue:
 
     def _count(self, state: str) -> int:
         return sum(1 for e in os.scandir(self.root / state) if _is_item(e.name))
+
+
+def check_writable_queue(root) -> None:
+    """UnwritableRun, naming it, for a folder or file of the queue at `root` that its writers would refuse."""
+    root = Path(root)
+    check_writable_dir(root)
+    for state in STATES:
+        check_writable_dir(root / state)
+    for name in (LOCK, REJECTED):
+        check_writable_file(root / name)

@@ -16,6 +16,9 @@ FORMAT_VERSION = 2
 UNSUPPORTED = "unsupported.jsonl"
 # The rollout's samples of its model servers' load and its host's GPUs.
 METRICS = "metrics.jsonl"
+# The local env server (`env.url: local`) of the rollout: where it listens and its process; its log.
+LOCAL_SERVER = "env-server.json"
+ENV_SERVER_LOG = "env-server.log"
 
 OUTCOMES = ("success", "failure", "error")
 # Where an attempt's wall time went (its episode line's `phases`, in seconds): they add up to its

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from .._util.atomic import write_atomic
+from .confined import open_writable
 
 WISH = "takeover.json"
 HELD = "held"
@@ -28,11 +29,13 @@ RENEW_S = 5.0       # how often cua watch renews the holds it made
 MAX_BYTES = 4096
 
 
-def wish(folder: Path, now: float | None = None) -> str | None:
+def wish(folder: Path, now: float | None = None, dir_fd: int | None = None) -> str | None:
     """The person's wish for the attempt in `folder` (one of STATES), or None: no takeover, a stale
-    hold (given back), or a file that is not one (a link, a folder, garbage: no takeover)."""
+    hold (given back), or a file that is not one (a link, a folder, garbage: no takeover).
+    `dir_fd`: the folder, open (the runner's TrajWriter reads through it, whatever became of its path)."""
     try:
-        fd = os.open(Path(folder) / WISH, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(WISH if dir_fd is not None else Path(folder) / WISH, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK,
+                     dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -72,13 +75,15 @@ def held(folder: Path) -> bool:
     return os.path.lexists(Path(folder) / HELD) and not os.path.islink(Path(folder) / HELD)
 
 
-def set_held(folder: Path, on: bool) -> None:
-    """The runner's side: the agent is paused (on) or playing again (off)."""
-    path = Path(folder) / HELD
+def set_held(folder: Path, on: bool, dir_fd: int | None = None) -> None:
+    """The runner's side: the agent is paused (on) or playing again (off). The empty file is made whole
+    by its open, never through a link (UnwritableRun for one). `dir_fd`: the folder, open (the runner's
+    TrajWriter answers through it, whatever became of its path)."""
+    name = HELD if dir_fd is not None else Path(folder) / HELD
     if on:
-        write_atomic(path, b"")
+        os.close(open_writable(name, os.O_WRONLY | os.O_CREAT, dir_fd=dir_fd, shown=Path(folder) / HELD))
     else:
         try:
-            os.unlink(path)
+            os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             pass

@@ -12,11 +12,18 @@ from .. import __version__
 from .._util.atomic import write_atomic
 from ..errors import InputError
 from . import takeover
+from .confined import check_writable_dir, check_writable_file, make_dirs, open_writable
 from .jsonl import append_line
-from .leases import record
+from .leases import LEASES, record
 from .names import encode_task_id
-from .queue import DirQueue
-from .records import FORMAT_VERSION, UNSUPPORTED
+from .queue import DirQueue, check_writable_queue
+from .records import ENV_SERVER_LOG, FORMAT_VERSION, LOCAL_SERVER, METRICS, UNSUPPORTED
+
+TRAJECTORIES = "trajectories"
+QUEUE = "queue"
+# The files a rollout writes in the run folder itself (the queue's and the trajectories' are below).
+RUN_FILES = ("run.json", "scheduled.jsonl", "episodes.jsonl", LEASES, METRICS, UNSUPPORTED, LOCAL_SERVER,
+             ENV_SERVER_LOG)
 
 
 class RunDir:
@@ -46,7 +53,7 @@ class RunDir:
                 "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "config": config,
                 "cua_version": __version__, "host": socket.gethostname(), "python": platform.python_version(),
                 "argv": sys.argv[1:], **(about or {})}
-        run.run_json.write_text(json.dumps(meta, indent=2) + "\n")
+        write_atomic(run.run_json, (json.dumps(meta, indent=2) + "\n").encode())
         return run
 
     @classmethod
@@ -56,12 +63,28 @@ class RunDir:
             raise InputError(f"{path}: not a cua run folder (no run.json)")
         return run
 
+    def check_writable(self) -> None:
+        """UnwritableRun, naming it, for the first file or folder of the run a rollout would write
+        that its writer would refuse (a link, a FIFO, a file where a folder is due): a resume stops
+        on it before it starts anything, rather than an episode later. Attempt folders are checked
+        as they are made."""
+        for name in RUN_FILES:
+            check_writable_file(self.path / name)
+        trajectories = self.path / TRAJECTORIES
+        check_writable_dir(trajectories)
+        if trajectories.is_dir():  # a folder, not a link: checked just above
+            with os.scandir(trajectories) as entries:
+                for entry in entries:  # each task's folder: new attempts are made in it
+                    if entry.is_symlink():
+                        check_writable_dir(entry.path)
+        check_writable_queue(self.path / QUEUE)
+
     def refuse(self, refused: list[dict]) -> None:
         """The tasks cua cannot play ({"task_id", "domain", "missing"}): listed, never scheduled."""
         write_atomic(self.unsupported, "".join(json.dumps(r) + "\n" for r in refused).encode())
 
     def queue(self, max_attempts: int, lease_ttl: float) -> DirQueue:
-        return DirQueue(self.path / "queue", self.scheduled, self.episodes, max_attempts, lease_ttl)
+        return DirQueue(self.path / QUEUE, self.scheduled, self.episodes, max_attempts, lease_ttl)
 
     def traj(self, item: dict) -> "TrajWriter":
         """The writer of a queue item's attempt."""
@@ -70,7 +93,7 @@ class RunDir:
 
 def traj_rel(task_id: str, sample: int, attempt: int) -> str:
     """An attempt's folder, relative to the run folder."""
-    return f"trajectories/{encode_task_id(task_id)}/{sample}_{attempt}"
+    return f"{TRAJECTORIES}/{encode_task_id(task_id)}/{sample}_{attempt}"
 
 
 VIDEO = "episode.mp4"  # the attempt's screen recording, when env.osworld.record asks for one
@@ -89,12 +112,17 @@ class TrajWriter:
 
     The folder appears with the first step: an attempt that never got an env leaves none.
     The envs it allocates go to the run's leases.jsonl (leases.py).
+
+    The folder is made inside the run folder part by part, none of them a link (confined.make_dirs),
+    and kept open: every file is written relative to it, without following a link at its last part,
+    so neither a link planted in it nor a folder above it swapped for one mid-attempt leads a write out
+    of the run (UnwritableRun instead). `close` lets the folder go (the attempt has ended).
     """
 
     def __init__(self, folder: Path, run_path: Path):
-        self.dir = folder
-        self.run_path = run_path
-        self._made = False
+        self.dir = Path(folder)
+        self.run_path = Path(run_path)
+        self._fd: int | None = None  # the attempt's folder, open once it is made
 
     def lease(self, rec: dict) -> None:
         """An env this attempt took (named with the attempt's folder, so the run can give back what a
@@ -103,11 +131,10 @@ class TrajWriter:
             rec = {**rec, "traj": self.dir.relative_to(self.run_path).as_posix()}
         record(self.run_path, rec)
 
-    def _folder(self) -> Path:
-        if not self._made:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            self._made = True
-        return self.dir
+    def _folder_fd(self) -> int:
+        if self._fd is None:
+            self._fd = make_dirs(self.run_path, self.dir.relative_to(self.run_path).as_posix(), keep=True)
+        return self._fd
 
     def screenshot(self, step: int, png: bytes) -> str:
         return self._file(screenshot_name(step), png)  # the bytes the env sent: no re-encoding
@@ -119,7 +146,9 @@ class TrajWriter:
         return self._file(VIDEO, mp4)
 
     def _file(self, name: str, data: bytes) -> str:
-        fd = os.open(self._folder() / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # A file a step: the open's flags are its whole check (no fstat), as os.open alone cost before.
+        fd = open_writable(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, dir_fd=self._folder_fd(),
+                           shown=self.dir / name, regular_only=False)
         try:
             os.write(fd, data)
         finally:
@@ -127,13 +156,29 @@ class TrajWriter:
         return name
 
     def step(self, record: dict) -> None:
-        append_line(self._folder() / "traj.jsonl", record)
+        append_line("traj.jsonl", record, dir_fd=self._folder_fd(), shown=self.dir / "traj.jsonl")
 
     def takeover(self) -> str | None:
         """A person's wish for this attempt (takeover.py), None when nobody takes it over."""
-        return takeover.wish(self.dir) if self._made else None
+        return takeover.wish(self.dir, dir_fd=self._fd) if self._fd is not None else None
 
     def holding(self, on: bool) -> None:
         """Say whether the agent has let go of the desktop (on) or plays again (off)."""
-        takeover.set_held(self._folder(), on)
+        takeover.set_held(self.dir, on, dir_fd=self._folder_fd())
 
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "TrajWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit there may be no os module left to close with
+            pass

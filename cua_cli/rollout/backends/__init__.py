@@ -7,6 +7,8 @@
     backend.request_stop()     first stop signal: running episodes end as interrupted
     backend.kill()             second stop signal: stop at once; claims go back to the queue
     backend.crashed            runners kept dying
+    backend.refused            a runner stopped on a file or folder of the run it would not write through
+                               (a link planted there): the rollout stops, and says which
 
 Backends are chosen by `runner.backend` through kinds.BACKENDS: a new one is one
 module plus one line there.
@@ -20,6 +22,7 @@ from ...kinds import BACKENDS
 
 class RunnerBackend(Protocol):
     crashed: bool
+    refused: bool
 
     def start(self, stopping: Callable[[], bool]) -> None: ...
     def running(self) -> bool: ...

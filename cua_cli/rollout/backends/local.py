@@ -10,14 +10,20 @@ signals and stop when told, or when the rollout is gone.
 import math
 import multiprocessing as mp
 import os
+import sys
 import threading
 from dataclasses import replace
 
 from ..._util.signals import dump_stacks_on_sigusr1, ignore_stop_signals
 from ...config import Config
+from ...errors import UnwritableRun
 from ...models import shared_state
 from ...runfolder.writer import RunDir
-from ..runner import Runner, RunnerSpec
+from ..runner import Runner, RunnerSpec, refused_stop
+
+# A runner that stopped on a file or folder of the run it would not write through exits with this:
+# the rollout stops rather than start it again (it would meet the same file).
+EXIT_REFUSED = UnwritableRun.exit_code
 
 # Episode slots one runner process carries well: at about 1 ms of CPU per step (issue 13's
 # benchmark), 256 slots of 1-second steps keep its one interpreter a quarter busy.
@@ -46,9 +52,16 @@ def _process_main(spec: RunnerSpec, parent_pid: int, stop_flag, shared) -> None:
 
     threading.Thread(target=watch, name="stop-watch", daemon=True).start()
     try:
-        Runner(spec, shared).run(stop)
+        runner = Runner(spec, shared)
+        runner.run(stop)
+        refused = runner.refused is not None
+    except UnwritableRun as e:  # its queue's folders, as it opened them
+        refused_stop(e)
+        refused = True
     finally:
         done.set()
+    if refused:
+        sys.exit(EXIT_REFUSED)
 
 
 class _InSharedMemory:
@@ -79,6 +92,7 @@ class LocalProcesses:
         self.procs: list = [None] * n
         self.restarts = 0
         self.crashed = False
+        self.refused = False  # a runner stopped on a file or folder of the run it would not write through
 
     def _spawn(self, i: int) -> None:
         p = self.ctx.Process(target=_process_main, args=(self.specs[i], os.getpid(), self.stop, self.shared),
@@ -102,6 +116,10 @@ class LocalProcesses:
             p.join()
             self.procs[i] = None
             if p.exitcode == 0:
+                continue
+            if p.exitcode == EXIT_REFUSED:  # it said which file; its claims stay for a --resume
+                self.refused = True
+                self.stop.value = 1
                 continue
             self.queue.reclaim(dead_pids={p.pid})
             if self.stop.value:

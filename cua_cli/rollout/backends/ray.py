@@ -25,14 +25,14 @@ from urllib.parse import urlsplit
 
 from ..._util.redact import Redactor
 from ...config.fleet_file import FleetVersions
-from ...errors import InputError
+from ...errors import InputError, UnwritableRun
 from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
 from ...runfolder.writer import VIDEO, a11y_tree_name, screenshot_name, traj_rel
 from ...tasks import task_from_dict
 from ..leftovers import release_leftovers
 from ..player import Player
-from ..runner import IdleSlots, checked_task, file_attempt, placed
+from ..runner import IdleSlots, checked_task, file_attempt, placed, refused_stop
 
 # Ray hands a return value of up to 100 KiB straight to its caller; larger ones go through the
 # object store of the producing node and are pulled to the driver's: 4x the driver's CPU here.
@@ -268,6 +268,7 @@ class RayActors:
         self.slots: list[threading.Thread] = []
         self.restarts = 0
         self.crashed = False
+        self.refused = False  # a file or folder of the run a slot would not write through: the run stops
         self._pushed = None
         self.per_actor = 1  # episodes an actor plays at once (its threads)
         self.lost_after_s = cfg.runner.ray.lost_after_s
@@ -460,6 +461,16 @@ class RayActors:
             return None
 
     def _slot(self, lane: str) -> None:
+        try:
+            self._play_pairs(lane)
+        except UnwritableRun as e:  # the queue or episodes.jsonl: no pair can be filed, so the run stops
+            with self.lock:
+                first, self.refused = not self.refused, True
+            if first:
+                refused_stop(e)
+            self.request_stop()
+
+    def _play_pairs(self, lane: str) -> None:
         idle_since = time.monotonic()
         while not self.stop.is_set():
             item = self.queue.claim()
@@ -540,6 +551,8 @@ class RayActors:
             return error_line(item, "runner_error", self.redact(_why(e)))
         except (ray.exceptions.RayError, StopIteration):  # the actor, its node or its stream was lost
             return None  # a screenshot whose line never came is not written
+        finally:
+            traj.close()
 
     def _probe(self, actor, heard: float) -> float:
         """When the actor was last heard from: now if it answers a ping in time."""
