@@ -210,17 +210,23 @@ def start_session(cfg: dict, log) -> None:
     _wait_connectable("/tmp/.X11-unix/X0")
     started(["dbus-daemon", "--session", "--nofork", "--nopidfile",
              "--address=unix:path=/run/user/1000/bus"], "--print-address={}")
-    # AT-SPI's bus first: what starts after it (the shell, the settings daemons) finds it there
-    subprocess.Popen(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], **as_user)
     if cfg["session"] == "gnome":
         start_gnome(as_user, log)
     else:
-        for argv in (["openbox", "--sm-disable"],
-                     ["gsettings", "set", "org.gnome.desktop.interface", "toolkit-accessibility", "true"]):
-            subprocess.Popen(argv, **as_user)
+        subprocess.Popen(["openbox", "--sm-disable"], **as_user)
+        subprocess.run(["gsettings", "set", "org.gnome.desktop.interface", "toolkit-accessibility", "true"],
+                       check=False, **as_user)
+        start_accessibility(as_user)
     subprocess.Popen([os.path.join(cfg["venv"], "bin", "python"), "/cua/executor.py"],
                      pass_fds=(cfg["ready_fd"],), **{**as_user, "env": {**env, "CUA_READY_FD": str(cfg["ready_fd"])}})
     os.close(cfg["ready_fd"])  # the executor holds the only copy: its death before "ready" is an EOF
+
+
+def start_accessibility(as_user: dict) -> None:
+    """AT-SPI's bus, once the settings say accessibility is on (it reads them as it starts, and apps such
+    as Chrome show their widgets to it only then). A settings daemon that came up before it lost its
+    keys (Ctrl+Alt+T) after the first accessibility read."""
+    subprocess.Popen(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], **as_user)
 
 
 def start_gnome(as_user: dict, log) -> None:
@@ -236,6 +242,7 @@ def start_gnome(as_user: dict, log) -> None:
     subprocess.run(["sh", "-c", "test -e ~/.config/dconf/user || { mkdir -p ~/.config/dconf ~/.local/share/gnome-shell"
                     f" && dconf compile ~/.config/dconf/user {UBUNTU}/dconf"
                     " && touch ~/.local/share/gnome-shell/lock-warning-shown; }"], check=True, **as_user)
+    start_accessibility(as_user)  # before the shell and the settings daemons: they find its bus there
     subprocess.Popen(["gnome-shell", "--x11", "--mode=ubuntu"], **as_user)
     deadline = time.monotonic() + 150.0
     _wait_for_shell(as_user, deadline)
