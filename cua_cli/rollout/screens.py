@@ -154,6 +154,19 @@ def live_screens(run_path: Path, servers: list[str], token: str | None) -> Scree
         return None
 
 
+def ask_upgrade(conn: socket.socket, lines: list[str], silence: str) -> bytes:
+    """Send a request's head on `conn`; the head of the answer, with whatever came after it in the same
+    reads. ValueError(`silence`) when the answer ends or grows past HEAD_MAX before its head does."""
+    conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk or len(head) > HEAD_MAX:
+            raise ValueError(silence)
+        head += chunk
+    return head
+
+
 def forwarded(headers) -> list[str]:
     """The viewer's WebSocket headers, as lines of a request cua sends on: one line each, or left out."""
     return [f"{name}: {value}" for name in FORWARDED
@@ -177,13 +190,7 @@ def _open_screen(server: str, desktop_id: str, token: str | None, headers,
         lines += forwarded(headers)
         if token:
             lines.append(f"Authorization: Bearer {token}")
-        conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = conn.recv(4096)
-            if not chunk or len(head) > HEAD_MAX:
-                raise ValueError("no answer to the screen's WebSocket upgrade")
-            head += chunk
+        head = ask_upgrade(conn, lines, "no answer to the screen's WebSocket upgrade")
     except BaseException:
         conn.close()
         raise

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 from .._util import websocket as ws
 from ..envserver.desktop.guest.ports import splice
 from ..envserver.desktop.sockets import SocketFolder
-from ..rollout.screens import HEAD_MAX, forwarded
+from ..rollout.screens import HEAD_MAX, ask_upgrade, forwarded
 from ..rollout.screens import SOCKET as RELAY_SOCKET
 from ..runfolder import takeover
 from ..runfolder.confined import Refused, confine, confined_dir, run_root
@@ -249,13 +249,7 @@ def _ask_relay(root: str, episode: eps.Watched, headers, control: bool) -> tuple
         query = f"server={quote(episode.server, safe='')}&id={quote(episode.desktop_id, safe='')}"
         lines = [f"GET /vnc?{query}{'&control=1' if control else ''} HTTP/1.1",
                  "Host: rollout", *forwarded(headers)]
-        conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = conn.recv(4096)
-            if not chunk or len(head) > HEAD_MAX:
-                raise ValueError("the relay did not answer")
-            head += chunk
+        head = ask_upgrade(conn, lines, "the relay did not answer")
         if not head.startswith(b"HTTP/1.1 101 "):  # the error's body too, for the page's console
             while len(head) < HEAD_MAX and (chunk := conn.recv(4096)):
                 head += chunk
