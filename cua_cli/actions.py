@@ -17,6 +17,7 @@ from .pyautogui_vocab import (
     MAX_CODE_CHARS,
     MAX_COORD,
     MAX_KEY_PRESSES,
+    MAX_SCROLL,
     MAX_STATEMENTS,
     MAX_TEXT_CHARS,
     MAX_TOTAL_SLEEP,
@@ -33,7 +34,7 @@ DRAG_SECONDS = 0.5  # within MAX_SLEEP, the env's limit on one duration; Cost ch
 
 # The fields each type may set besides `type`.
 _FIELDS = {**{t: {"x", "y"} for t in POINT_TYPES}, "drag": {"x", "y", "x2", "y2"}, "hotkey": {"keys"},
-           "type": {"text"}, "finished": {"text"}, "scroll": {"x", "y", "direction"},
+           "type": {"text"}, "finished": {"text"}, "scroll": {"x", "y", "direction", "clicks"},
            "wait": set(), "call_user": set()}
 _KEY_TOKEN = re.compile(r"\+|[^\s+]+")
 
@@ -83,6 +84,7 @@ class Action:
     text: str | None = None  # type / finished content
     keys: tuple[str, ...] | None = None  # hotkey, canonical names (pyautogui_vocab)
     direction: str | None = None  # scroll
+    clicks: int | None = None  # scroll: wheel notches (SCROLL_CLICKS when not said; a person's own count)
 
     def __post_init__(self):
         if not isinstance(self.type, str) or self.type not in TYPES:
@@ -122,6 +124,8 @@ class Action:
             raise ValueError("hotkey needs keys")
         if self.type == "scroll" and (not isinstance(self.direction, str) or self.direction not in DIRECTIONS):
             raise ValueError(f"scroll direction must be one of {sorted(DIRECTIONS)}, got {self.direction!r:.40}")
+        if self.clicks is not None and (type(self.clicks) is not int or not 1 <= self.clicks <= MAX_SCROLL):
+            raise ValueError(f"scroll clicks must be an integer in [1, {MAX_SCROLL}], got {self.clicks!r:.40}")
         Cost.of(self).check()
 
     def to_dict(self) -> dict:
@@ -218,6 +222,7 @@ def to_command(action: Action) -> str | None:
         return "\n".join(lines)
     # scroll
     vertical = action.direction in ("up", "down")
-    amount = SCROLL_CLICKS if action.direction in ("up", "right") else -SCROLL_CLICKS
+    clicks = action.clicks or SCROLL_CLICKS
+    amount = clicks if action.direction in ("up", "right") else -clicks
     where = f", x={x}, y={y}" if x is not None else ""
     return f"pyautogui.{'scroll' if vertical else 'hscroll'}({amount}{where})"

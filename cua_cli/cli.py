@@ -865,6 +865,64 @@ def watch(run, episode, host, port, no_browser, takeover):
 
 
 @main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--task", "task_id", required=True, metavar="ID",
+              help="The task to demonstrate (its id in CONFIG's tasks).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key (repeatable).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to serve the page on; another lets other hosts in (anyone with the URL has the desktop).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port (0: a free one).")
+@click.option("--no-browser", is_flag=True, help="Print the page's URL without opening a browser.")
+def demo(config, task_id, overrides, host, port, no_browser):
+    """Record a person solving one task, as an episode of a new run folder.
+
+    A fresh desktop of CONFIG is set up for the task, and a page in the
+    browser hands you its mouse and keyboard beside the task's instruction.
+    Everything you do on the desktop is recorded, as the desktop saw it: each
+    click, double click, right click, drag, scroll, hotkey and run of typed
+    text is one step of traj.jsonl (`actor: human`), with the screen you
+    acted on, written as the config's agent would have answered (UI-TARS'
+    calls, or OSWorld's pyautogui code) and as pyautogui code (`commands`).
+    End on the page: "done" or "infeasible" is scored by the task's
+    evaluator; "abandon" keeps the steps unscored. The run folder reads as
+    any run: `cua view`, `cua stats`, `cua export --format sft`, and a
+    replay (`model.provider: replay`, `model.replay_run: RUN`).
+
+    \b
+    Examples:
+      cua demo configs/osworld-oracle.yaml --task cua-os-move-notes
+      cua demo configs/osworld-oracle.yaml --task cua-os-move-notes --no-browser --port 8765
+    """
+    import webbrowser
+
+    from ._util.signals import StopFlags
+    from .demo.driver import record_demo
+
+    flags = StopFlags()
+    flags.install()
+    cfg = load_config(config, overrides)
+    click.echo(f"setting up a desktop for {task_id!r:.200}")
+
+    def show(url: str) -> None:
+        click.echo(f"the desktop is yours: {url}")
+        sys.stdout.flush()
+        if not no_browser and not webbrowser.open(url):
+            click.echo("no browser to open here: open the URL above in one")
+
+    out = record_demo(cfg, read_secrets(cfg), task_id, flags, host, port, show)
+    rec = out.episode
+    score = "-" if rec.get("score") is None else f"{rec['score']:g}"
+    click.echo(tabulate([["run", str(out.run.path)], ["steps", rec.get("steps", 0)],
+                         ["ended", rec.get("stop_reason")], ["score", score],
+                         *([["error", rec["error"]]] if rec.get("error") else []),
+                         ["more", f"cua view {out.run.path}"]], tablefmt="simple_outline"))
+    if out.interrupted:
+        sys.exit(out.exit_status)
+    if rec["outcome"] == "error" and rec.get("stop_reason") != "abandoned":
+        raise CuaError(f"the demonstration ended without a score: {rec.get('stop_reason')}")
+
+
+@main.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--out", required=True, type=click.Path(), help="File to write (--format atif: a new folder).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet", "sft", "atif"]), default="jsonl",

@@ -31,6 +31,7 @@ MAX_STATEMENTS = 100        # statements in one program
 MAX_CALLS = 50              # GUI calls (commands) in one program
 MAX_TEXT_CHARS = 2_000      # characters one write() may type
 MAX_KEY_PRESSES = 200       # key presses in one program, repetitions included
+MAX_SCROLL = 100            # wheel clicks of one scroll() or hscroll()
 MAX_SLEEP = 5.0             # one sleep, and one move or drag duration, seconds
 MAX_TOTAL_SLEEP = 10.0      # all sleeps and durations of one program, seconds
 MAX_COORD = 100_000         # |x| and |y| in pixels; beyond it a point is nonsense

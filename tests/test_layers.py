@@ -32,6 +32,7 @@ LAYERS = [
     ["cua_cli.stats"],                                      # numbers from result folders
     ["cua_cli.rollout"],
     ["cua_cli.view", "cua_cli.export", "cua_cli.logprobs_check", "cua_cli.top", "cua_cli.watch"],
+    ["cua_cli.demo"],                                       # a person's demonstration: rollout's parts, watch's page
     ["cua_cli.cli", "cua_cli.__main__"],
 ]
 

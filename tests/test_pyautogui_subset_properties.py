@@ -7,13 +7,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from cua_cli.envserver.pyautogui_subset import MAX_SCROLL, SIGNATURES, DisallowedCode, parse_code
+from cua_cli.envserver.pyautogui_subset import SIGNATURES, DisallowedCode, parse_code
 from cua_cli.pyautogui_vocab import (
     KEY_ALIASES,
     KEY_NAMES,
     MAX_CALLS,
     MAX_COORD,
     MAX_KEY_PRESSES,
+    MAX_SCROLL,
     MAX_SLEEP,
     MAX_TEXT_CHARS,
     MAX_TOTAL_SLEEP,

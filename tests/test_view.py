@@ -302,20 +302,22 @@ def test_a_crafted_run_cannot_make_the_report_read_or_write_outside(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr and files_under(tmp_path) == before
 
 
-def test_a_step_a_person_held_says_so(tmp_path):
+def test_a_step_a_person_held_or_took_says_so(tmp_path):
     from test_export import RunFolder, step_line
 
     r = RunFolder(tmp_path, "run")
     held = {"step": 1, "actor": "human", "time": 1.0, "screenshot": "step_0001.png", "response": None,
             "thought": None, "action": [{"type": "takeover", "held_s": 4.2, "ended": "return"}], "commands": [],
             "timings": {"env_s": 0.1}, "width": 41, "height": 30}
-    r.attempt("helped", 0, "success", steps=3, lines=[json.dumps(step_line(0, actor="agent")), json.dumps(held),
-                                                      json.dumps(step_line(2, actor="agent"))])
+    acted = {**held, "step": 3, "response": "Action: click(start_box='(3,4)')", "action": [{"type": "click", "x": 3,
+                                                                                           "y": 4}]}  # cua demo's
+    r.attempt("helped", 0, "success", steps=4, lines=[json.dumps(step_line(0, actor="agent")), json.dumps(held),
+                                                      json.dumps(step_line(2, actor="agent")), json.dumps(acted)])
     run_dir = r.write()
     (run_dir / "scheduled.jsonl").write_text(json.dumps({"task_id": "helped", "domain": "web", "sample": 0}) + "\n")
     result = run_cua("view", str(run_dir), "--out", str(tmp_path / "report"), timeout=120)
     assert result.returncode == 0 and "wrong type" not in result.stderr, result.stderr
     (page,) = (tmp_path / "report" / "episodes").glob("*.html")
     steps = re.findall(r"<h2>Step (\d+)([^<]*)</h2>", page.read_text())
-    assert steps == [("0", ""), ("1", " · a person held the desktop"), ("2", "")]
+    assert steps == [("0", ""), ("1", " · a person held the desktop"), ("2", ""), ("3", " · a person's action")]
     assert "takeover" in page.read_text()

@@ -320,6 +320,36 @@ def random_answer(rng: random.Random, width: int, height: int, coord_mode: str) 
     return f"Thought: a random move.\nAction: {action}"
 
 
+def _escaped(text: str) -> str:
+    """Text as a quoted argument the parser reads back as it was (_unescape's inverse)."""
+    return text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t")
+
+
+def action_text(action: Action, width: int, height: int, coord_mode: str = "qwen25vl") -> str:
+    """The call a UI-TARS model writes for `action` on a width x height screenshot (a person's
+    demonstration, written in the agent's action space). ValueError for an action it has no call for."""
+    def box(x, y) -> str:
+        mx, my = to_model_coords(x, y, width, height, coord_mode)
+        return f"'<|box_start|>({mx},{my})<|box_end|>'"
+
+    t = action.type
+    if t in ("click", "left_double", "right_single"):
+        return f"{t}(start_box={box(action.x, action.y)})"
+    if t == "drag":
+        return f"drag(start_box={box(action.x, action.y)}, end_box={box(action.x2, action.y2)})"
+    if t == "hotkey":
+        return f"hotkey(key='{' '.join(action.keys)}')"
+    if t == "type":
+        return f"type(content='{_escaped(action.text)}')"
+    if t == "scroll":
+        return f"scroll(start_box={box(action.x, action.y)}, direction='{action.direction}')"
+    if t == "finished":
+        return f"finished(content='{_escaped(action.text or '')}')"
+    if t in ("wait", "call_user"):
+        return f"{t}()"
+    raise ValueError(f"UI-TARS has no call for {t}")
+
+
 class UITarsAgent:
     def __init__(self, coord_mode="qwen25vl", history_images=5, language="English", parse_retries=2,
                  prompt_template: str | None = None):
@@ -356,6 +386,10 @@ class UITarsAgent:
 
     def parse(self, text, width, height, resize: dict | None = None) -> Parsed:
         return parse_response(text, width, height, self.coord_mode, resize)
+
+    def answer_for(self, action: Action, width: int, height: int) -> str:
+        """What this agent's model answers to take `action` (how a person's demonstration is written)."""
+        return f"Action: {action_text(action, width, height, self.coord_mode)}"
 
 
 def resize_of(reply) -> dict | None:

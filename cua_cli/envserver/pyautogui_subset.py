@@ -23,6 +23,7 @@ from cua_cli.pyautogui_vocab import (
     MAX_CODE_CHARS,
     MAX_COORD,
     MAX_KEY_PRESSES,
+    MAX_SCROLL,
     MAX_SLEEP,
     MAX_STATEMENTS,
     MAX_TEXT_CHARS,
@@ -32,7 +33,6 @@ from cua_cli.pyautogui_vocab import (
 )
 
 MAX_CLICKS = 10  # clicks of one click()
-MAX_SCROLL = 100  # wheel clicks of one scroll() or hscroll()
 # Operators, opening brackets, keywords and operands side by side ("x y") in one
 # statement, plus enclosing blocks and elifs. Every level of a syntax tree needs
 # one of them, and so does every level CPython's parser recurses into while it

@@ -227,6 +227,33 @@ class DesktopAPI:
         return self._call("end recording", "POST", "/end_recording", budget, check=check, idempotent=False,
                           limit=RECORDING_END_S).content
 
+    # -- a person's input (cua's own routes, on cua's own desktops: `cua demo`)
+
+    def input_start(self, budget: Budget) -> None:
+        self._json("start recording input", "POST", "/cua/input/start", budget, json_body={})
+
+    def input_read(self, after: int, budget: Budget) -> dict:
+        """{"events", "frames", "now", "lost"}: the input events after seq `after` (guest/input_log.py)."""
+        def check(r: Response):
+            obj = _parse(r)
+            if not (isinstance(obj, dict) and isinstance(obj.get("events"), list)
+                    and isinstance(obj.get("now"), (int, float))):
+                raise BadAnswer(f"answer is not an input log: {clip(r.text, 200)}")
+        return _parse(self._call("read input", "POST", "/cua/input/read", budget, json_body={"after": after},
+                                 check=check))
+
+    def input_frame(self, frame: int, budget: Budget) -> Optional[bytes]:
+        """The screen as PNG when the input log stamped events with `frame`; None once it dropped it."""
+        def check(r: Response):
+            if not r.content.startswith(SIGNATURE):
+                raise BadAnswer("the frame is not a PNG")
+        r = self._call(f"input frame {frame}", "POST", "/cua/input/frame", budget, json_body={"id": frame},
+                       check=check, absent=(404,))
+        return None if r is None else r.content
+
+    def input_stop(self, budget: Budget) -> None:
+        self._call("stop recording input", "POST", "/cua/input/stop", budget, json_body={})
+
 
 def _parse(r: Response):
     try:

@@ -58,8 +58,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     tasks, refused = split_unsupported(cfg, tasks)
     make_model(cfg, secrets)  # fail here, not in every runner, if e.g. the replay run is missing
     sinks = dart_sinks(cfg, secrets)
-    if cfg.env.kind == "osworld" and cfg.env.url == "local" and ("env" not in secrets or cfg.env.osworld.desktops):
-        secrets["env"] = secrets_module.token_urlsafe(24)  # for the local desktops: made here, masked as any
+    local_token(cfg, secrets)
     redactor = Redactor(secrets.values())
     if resume:
         run = RunDir.open(resume)
@@ -80,22 +79,7 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     # Claims left by runners of an earlier, killed invocation on this host come back now.
     queue.reclaim()
 
-    local = None
-    env_url = cfg.env.url
-    if cfg.env.kind == "osworld" and cfg.env.osworld.desktops:
-        local = DesktopListServer(cfg, secrets["env"])
-        env_url = local.start()
-    elif env_url == "local":
-        # No request of a live episode comes later than its deadline plus the evaluation and release
-        # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
-        idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
-        if cfg.env.kind == "osworld":
-            local = local_desktops(cfg, run.path / ENV_SERVER_LOG, secrets)
-        else:
-            local = EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
-                                   run.path / ENV_SERVER_LOG, idle, agentgym_args(cfg))
-        env_url = local.start()
-        local.record(run.path / LOCAL_SERVER)  # so `cua envs gc` can stop it should this rollout be killed
+    local, env_url = local_envs(cfg, run, secrets)
     start = time.monotonic()
     monitor = Monitor(run.path, model_servers(cfg), cfg.runner.sample_s)
     monitor.start()
@@ -161,6 +145,34 @@ def rollout(cfg: Config, secrets: dict, flags: StopFlags, resume: str | None = N
     # Every attempt, not only the final ones (their problems were warned about just above).
     timing = timing_figures(run.path, RunReader(run.path, keep_attempts=True).refresh())
     return Outcome(run, summary, timing, time.monotonic() - start, flags.count > 0, runners.crashed, flags.exit_status)
+
+
+def local_token(cfg: Config, secrets: dict) -> None:
+    """The token of the desktops this process starts (env.url local, or osworld.desktops): made here,
+    masked as any secret."""
+    if cfg.env.kind == "osworld" and cfg.env.url == "local" and ("env" not in secrets or cfg.env.osworld.desktops):
+        secrets["env"] = secrets_module.token_urlsafe(24)
+
+
+def local_envs(cfg: Config, run: RunDir, secrets: dict) -> tuple[object | None, str]:
+    """The env server this process starts for the run, if any (started; its `stop` ends it), and the URL
+    episodes allocate their envs from."""
+    if cfg.env.kind == "osworld" and cfg.env.osworld.desktops:
+        local = DesktopListServer(cfg, secrets["env"])
+        return local, local.start()
+    if cfg.env.url != "local":
+        return None, cfg.env.url
+    # No request of a live episode comes later than its deadline plus the evaluation and release
+    # after it, so an env idle for longer was lost by its client (an allocation answer that never came).
+    idle = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s
+    if cfg.env.kind == "osworld":
+        local = local_desktops(cfg, run.path / ENV_SERVER_LOG, secrets)
+    else:
+        local = EnvServerProcess(cfg.env.local.max_envs, cfg.env.local.port, cfg.env.token_env,
+                                 run.path / ENV_SERVER_LOG, idle, agentgym_args(cfg))
+    env_url = local.start()
+    local.record(run.path / LOCAL_SERVER)  # so `cua envs gc` can stop it should this process be killed
+    return local, env_url
 
 
 def agentgym_args(cfg: Config) -> list[str]:

@@ -73,46 +73,10 @@ class Episode:
 
     def run_episode(self) -> dict:
         """Play one attempt; always returns its episode line."""
-        rec = attempt_line(self.item, self.task, traj_rel(self.task.task_id, self.item["sample"], self.item["attempt"]))
-        start = time.monotonic()
-        rec["started_at"] = round(time.time(), 3)
-        budget = Budget(self.limits.step_timeout_s, start + self.limits.episode_timeout_s, self.should_stop)
-        session, self.phases = None, Phases()
-        try:
-            with self.phases.timed("allocate_s"):
-                session = self.env.allocate(self.task, budget, self.traj)  # its leases go to the run folder
-            setup = min(getattr(session, "setup_s", 0.0), self.phases.s["allocate_s"])
-            self.phases.s["allocate_s"] -= setup
-            self.phases.s["setup_s"] += setup
-            rec["instruction"] = self.task.instruction or session.instruction or ""
-            rec["stop_reason"] = self._play(session, rec, self.traj, budget)
-            # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
-            with self.phases.timed("evaluate_s"):
-                result = session.evaluate(budget.unhurried(), rec["stop_reason"])
-            rec.update(reward=result.reward, score=result.score,
-                       outcome="success" if result.score == 1.0 else "failure")
-        except EpisodeEnd as e:
-            rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
-            if isinstance(e, DesktopLimit):  # what ran on the desktop took it over: the agent's doing
-                rec.update(outcome="failure", reward=0.0, score=0.0, desktop_limit=e.kind)
-        except UnwritableRun as e:  # a link planted in the run folder: nothing went through it; the queue retries
-            warn(self.redact(f"task {self.task.task_id!r}: {e}"))
-            rec["stop_reason"], rec["error"] = "runner_error", str(e)
-        except Exception as e:  # a bug in cua: keep its traceback, the record and the claim
-            sys.stderr.write(self.redact(f"cua bug in task {self.task.task_id!r}:\n{traceback.format_exc()}"))
-            rec["stop_reason"], rec["error"] = "runner_error", _last_line(e)
-        finally:
-            if session is not None:
-                try:
-                    with self.phases.timed("release_s"):
-                        session.release(budget.unhurried())
-                except (EpisodeEnd, UnwritableRun) as e:  # the latter: its lease's line, refused; the play stands
-                    rec["release_error"] = self._masked(str(e))
-            rec["duration_s"] = round(time.monotonic() - start, 3)
-            rec["phases"] = self.phases.record(rec["duration_s"])
-            if rec["error"]:
-                rec["error"] = self._masked(rec["error"])
-        return rec
+        budget = Budget(self.limits.step_timeout_s, time.monotonic() + self.limits.episode_timeout_s, self.should_stop)
+        self.phases = Phases()
+        return run_attempt(self.item, self.task, self.traj, self.env, budget, self.phases, self.redact,
+                           lambda session, rec: self._play(session, rec, self.traj, budget))
 
     def _play(self, session, rec: dict, traj: TrajWriter, budget: Budget) -> str:
         """Steps until the agent stops or a limit hits; returns the stop reason."""
@@ -210,9 +174,57 @@ class Episode:
             traj.step(line)
 
     def _masked(self, text: str) -> str:
-        """Masked first, then cut: a cut must never leave part of a secret behind."""
-        text = self.redact(text)
-        return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " [...]"
+        return masked(self.redact, text)
+
+
+def run_attempt(item: dict, task: Task, traj: TrajWriter, env: Env, budget: Budget, phases: Phases, redact,
+                play) -> dict:
+    """An attempt's life: allocate an env, `play(session, rec) -> stop reason`, evaluate, release; its
+    episode line, however it ends. The budget's deadline runs from its allocation on."""
+    rec = attempt_line(item, task, traj_rel(task.task_id, item["sample"], item["attempt"]))
+    start = time.monotonic()
+    rec["started_at"] = round(time.time(), 3)
+    session = None
+    try:
+        with phases.timed("allocate_s"):
+            session = env.allocate(task, budget, traj)  # its leases go to the run folder
+        setup = min(getattr(session, "setup_s", 0.0), phases.s["allocate_s"])
+        phases.s["allocate_s"] -= setup
+        phases.s["setup_s"] += setup
+        rec["instruction"] = task.instruction or session.instruction or ""
+        rec["stop_reason"] = play(session, rec)
+        # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
+        with phases.timed("evaluate_s"):
+            result = session.evaluate(budget.unhurried(), rec["stop_reason"])
+        rec.update(reward=result.reward, score=result.score, outcome="success" if result.score == 1.0 else "failure")
+    except EpisodeEnd as e:
+        rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
+        if isinstance(e, DesktopLimit):  # what ran on the desktop took it over: the agent's doing
+            rec.update(outcome="failure", reward=0.0, score=0.0, desktop_limit=e.kind)
+    except UnwritableRun as e:  # a link planted in the run folder: nothing went through it; the queue retries
+        warn(redact(f"task {task.task_id!r}: {e}"))
+        rec["stop_reason"], rec["error"] = "runner_error", str(e)
+    except Exception as e:  # a bug in cua: keep its traceback, the record and the claim
+        sys.stderr.write(redact(f"cua bug in task {task.task_id!r}:\n{traceback.format_exc()}"))
+        rec["stop_reason"], rec["error"] = "runner_error", _last_line(e)
+    finally:
+        if session is not None:
+            try:
+                with phases.timed("release_s"):
+                    session.release(budget.unhurried())
+            except (EpisodeEnd, UnwritableRun) as e:  # the latter: its lease's line, refused; the play stands
+                rec["release_error"] = masked(redact, str(e))
+        rec["duration_s"] = round(time.monotonic() - start, 3)
+        rec["phases"] = phases.record(rec["duration_s"])
+        if rec["error"]:
+            rec["error"] = masked(redact, rec["error"])
+    return rec
+
+
+def masked(redact, text: str) -> str:
+    """Masked first, then cut: a cut must never leave part of a secret behind."""
+    text = redact(text)
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + " [...]"
 
 
 def _last_line(e: BaseException) -> str:

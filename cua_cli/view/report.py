@@ -265,7 +265,10 @@ servers' load.</p>
             shot = f'<pre class="observation">{E(st["observation"])}</pre>'
         else:
             shot = '<p class="missing">No screenshot.</p>'
-        who = " · a person held the desktop" if st.get("actor") == "human" else ""
+        who = ""
+        if st.get("actor") == "human":  # a takeover's span, or a step of a demonstration (cua demo)
+            held = any(isinstance(a, dict) and a.get("type") == "takeover" for a in actions)
+            who = " · a person held the desktop" if held else " · a person's action"
         return (f'<section class="step" id="step-{step}"><div class="shot">{shot}</div><div><h2>Step {step}{who}</h2>'
                 f'<div>Thought</div><pre>{E(_text(st.get("thought")))}</pre>'
                 f'<div>Model response</div><pre>{E(_text(st.get("response")))}</pre>'

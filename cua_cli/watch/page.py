@@ -1,5 +1,6 @@
 """The watch pages: the run's running episodes, and one episode's live screen beside its last step,
-with the buttons of a takeover: take the desktop over, then give it back or end the episode.
+with the buttons of a takeover: take the desktop over, then give it back or end the episode (a
+person's demonstration, `cua demo`, is held from the start and has nobody to give it back to).
 
 Everything the run folder says is fetched as JSON and shown with textContent, never as markup: a
 task's instruction or a model's answer cannot put code on the page. noVNC comes from the same
@@ -62,6 +63,7 @@ EPISODE = """<!doctype html>
 <script type="module">
 import RFB from "../novnc/core/rfb.js";
 const status = document.getElementById("status");
+const DEMO = {demo};  // a person's demonstration (cua demo): no agent to give the desktop back to
 let rfb = null, running = true, control = false;
 function connect() {{
   const url = new URL("{key}/vnc" + (control ? "?control=1" : ""), location.href);
@@ -71,7 +73,9 @@ function connect() {{
   mine.viewOnly = !control;
   mine.scaleViewport = true;
   mine.addEventListener("connect", () => {{
-    status.textContent = control ? "yours: the agent waits until you give the desktop back" : "live, view only";
+    status.textContent = !control ? "live, view only"
+      : DEMO ? "yours: solve the task, then end it; what you do is recorded"
+      : "yours: the agent waits until you give the desktop back";
     status.className = control ? "held" : "";
     if (control) mine.focus();
   }});
@@ -84,9 +88,11 @@ function connect() {{
 }}
 function show(s) {{
   const holding = s.running && s.takeover === "hold";
-  document.getElementById("hold").hidden = !s.running || holding;
+  document.getElementById("hold").hidden = !s.running || holding || DEMO;
   for (const k of ["return", "finished", "fail", "abandon"]) document.getElementById(k).hidden = !s.held;
-  if (holding && !s.held) status.textContent = "taking over: waiting for the agent to end its step";
+  if (DEMO) document.getElementById("return").hidden = true;
+  if (holding && !s.held)
+    status.textContent = DEMO ? "setting the desktop up" : "taking over: waiting for the agent to end its step";
   if (s.running && s.held !== control) {{  // the desktop changed hands: reconnect with or without input
     control = s.held;
     const old = rfb;
@@ -126,6 +132,6 @@ def index_page(run: str) -> bytes:
     return INDEX.format(run=html.escape(run), style=STYLE).encode()
 
 
-def episode_page(key: str, task_id: str, traj: str | None) -> bytes:
+def episode_page(key: str, task_id: str, traj: str | None, demo: bool = False) -> bytes:
     return EPISODE.format(key=html.escape(key), task=html.escape(task_id), traj=html.escape(traj or ""),
-                          style=STYLE).encode()
+                          style=STYLE, demo="true" if demo else "false").encode()

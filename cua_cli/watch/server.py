@@ -47,13 +47,16 @@ def novnc_dir() -> Path | None:
 class WatchServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, run: str, host: str = "127.0.0.1", port: int = 0, novnc: Path | None = None):
+    def __init__(self, run: str, host: str = "127.0.0.1", port: int = 0, novnc: Path | None = None,
+                 demo: bool = False):
         self.root = run_root(run)
+        self.demo = demo  # the run is a person's demonstration (cua demo): nothing to give back
         self.name = os.path.basename(self.root)
         self.token = secrets.token_urlsafe(18)
         self.novnc = novnc
         self._episodes: tuple[float, list[eps.Watched]] = (0.0, [])
         self.holds: set[str] = set()  # the attempt folders (relative) this server asked to hold
+        self.told_ended = threading.Event()  # a page has been told that its episode ended
         self._lock = threading.Lock()
         self._stop = threading.Event()
         super().__init__((host, port), _Handler)
@@ -68,6 +71,8 @@ class WatchServer(ThreadingHTTPServer):
         """Write a person's wish for the episode (takeover.STATES); why not, or None."""
         if state not in takeover.STATES:
             return f"a takeover's state is one of {', '.join(takeover.STATES)}"
+        if self.demo and state == takeover.RETURN:
+            return "a demonstration has no agent to give the desktop back to: end it"
         try:
             folder = confined_dir(self.root, episode.traj)
             if not os.path.isdir(folder):
@@ -142,9 +147,11 @@ class _Handler(BaseHTTPRequestHandler):
             if len(parts) == 2:
                 if episode is None:
                     return self._send(404, b"no such episode runs now\n", "text/plain")
-                return self._send(200, episode_page(episode.key, episode.task_id, episode.traj),
+                return self._send(200, episode_page(episode.key, episode.task_id, episode.traj, server.demo),
                                   "text/html; charset=utf-8")
             if parts[2] == "state.json":
+                if episode is None:
+                    server.told_ended.set()
                 return self._json(self._state(episode))
             if parts[2] == "vnc":
                 return self._screen(episode, parse_qs(urlsplit(self.path).query).get("control") == ["1"])

@@ -8,6 +8,11 @@ POST /execute  /setup/execute  /setup/launch  /setup/open_file  /setup/activate_
      /file (form file_path)  /list_directory  /screen_size  /window_size (form app_class_name)
      /desktop_path  /wallpaper  /setup/download_file (refused: the desktop has no network)
 
+cua's own routes, outside OSWorld's protocol, record a person's input for `cua demo`:
+POST /cua/input/start, /cua/input/read (after: the last event seq the caller has; answers the newer
+events, the kept frames' times and the desktop's clock), /cua/input/frame (id: a frame as PNG),
+/cua/input/stop.
+
 cua's own answer, outside OSWorld's protocol: once the desktop has hit a limit of its host (memory,
 processes, disk) every request is answered 503 {"status": "error", "desktop_limit": KIND, "message"}.
 """
@@ -37,6 +42,10 @@ ROUTES = {
     "/wallpaper": ("POST", "wallpaper", ()),
     "/start_recording": ("POST", "start_recording", ()),
     "/end_recording": ("POST", "end_recording", ()),
+    "/cua/input/start": ("POST", "input_start", ()),
+    "/cua/input/read": ("POST", "input_read", ("after",)),
+    "/cua/input/frame": ("POST", "input_frame", ("id",)),
+    "/cua/input/stop": ("POST", "input_stop", ()),
 }
 
 

@@ -23,6 +23,7 @@ import time
 import ports
 import screen_share
 import wire
+from input_log import InputLog
 from recording import Recorder
 
 HOME = os.path.expanduser("~")
@@ -123,6 +124,26 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _png(raw, width: int, height: int, x: int, y: int, level: int = 1) -> bytes:
+    """A grabbed screen (a bytearray, left as it was) as PNG, with a cursor drawn in as OSWorld's server
+    pastes one: an arrow with its tip at the pointer."""
+    import numpy as np
+    import png
+    from PIL import Image, ImageDraw
+    bgra = np.frombuffer(raw, np.uint8).reshape(height, width, 4)
+    patch = bgra[y:y + 22, x:x + 14, :3]
+    under = patch.copy()
+    if patch.size:
+        img = Image.fromarray(np.ascontiguousarray(patch))  # white and black: channel order is moot
+        arrow = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
+        ImageDraw.Draw(img).polygon(arrow, fill="white", outline="black")
+        patch[...] = np.asarray(img)
+    try:
+        return png.encode_bgra(bgra, level)
+    finally:
+        patch[...] = under  # a kept frame is drawn on again
+
+
 class Executor:
     def __init__(self):
         self.zygote = Zygote()
@@ -130,6 +151,8 @@ class Executor:
         self._mss = None
         self._xdisplay = None
         self.recorder = Recorder()
+        self.inputs = InputLog(self._grab, os.environ["DISPLAY"])
+        self.inputs_lock = threading.Lock()
 
     # -- /execute ---------------------------------------------------------------------------------
     def execute(self, req: dict, body: bytes) -> dict:
@@ -171,24 +194,17 @@ class Executor:
 
     # -- the screen ---------------------------------------------------------------------------------
     def screenshot(self, req: dict, body: bytes) -> dict:
+        return {"http": 200, "type": "image/png", "body": _png(*self._grab(), int(req.get("level", 1)))}
+
+    def _grab(self) -> tuple[bytearray, int, int, int, int]:
+        """The screen as X's BGRA bytes, its size, and where the pointer is."""
         import mss
-        import numpy as np
-        import png
-        from PIL import Image, ImageDraw
         with self.screen_lock:
             if self._mss is None:
                 self._mss = getattr(mss, "MSS", mss.mss)()
             shot = self._mss.grab(self._mss.monitors[0])
             x, y = self._pointer()
-        bgra = np.frombuffer(shot.raw, np.uint8).reshape(shot.height, shot.width, 4)  # raw: a bytearray
-        # A cursor drawn in, as OSWorld's server pastes one: an arrow with its tip at the pointer.
-        patch = bgra[y:y + 22, x:x + 14, :3]
-        if patch.size:
-            img = Image.fromarray(np.ascontiguousarray(patch))  # white and black: channel order is moot
-            arrow = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
-            ImageDraw.Draw(img).polygon(arrow, fill="white", outline="black")
-            patch[...] = np.asarray(img)
-        return {"http": 200, "type": "image/png", "body": png.encode_bgra(bgra, int(req.get("level", 1)))}
+        return shot.raw, shot.width, shot.height, x, y
 
     def _pointer(self) -> tuple[int, int]:
         from Xlib.display import Display
@@ -211,6 +227,27 @@ class Executor:
 
     def end_recording(self, req: dict, body: bytes) -> dict:
         return self.recorder.stop()
+
+    # -- a person's input, for a demonstration (cua's own routes) ---------------------------------------
+    def input_start(self, req: dict, body: bytes) -> dict:
+        with self.inputs_lock:
+            if not self.inputs.running:  # a retried start finds it running: the same recording goes on
+                self.inputs.start()
+        return {"http": 200, "json": {"status": "success"}}
+
+    def input_read(self, req: dict, body: bytes) -> dict:
+        return {"http": 200, "json": self.inputs.read(int(req.get("after", 0)))}
+
+    def input_frame(self, req: dict, body: bytes) -> dict:
+        frame = self.inputs.frame(int(req.get("id", -1)))
+        if frame is None:
+            return {"http": 404, "json": {"status": "error", "message": "no such frame (any more)"}}
+        return {"http": 200, "type": "image/png", "body": _png(*frame)}
+
+    def input_stop(self, req: dict, body: bytes) -> dict:
+        with self.inputs_lock:
+            self.inputs.stop()
+        return {"http": 200, "json": {"status": "success"}}
 
     def cursor_position(self, req: dict, body: bytes) -> dict:
         with self.screen_lock:
