@@ -16,7 +16,7 @@ from .._util.signals import StopFlags
 from ..agents import make_agent
 from ..config import Config
 from ..envs import make_env
-from ..errors import ConfigError, CuaError, InputError
+from ..errors import ConfigError, CuaError, EnvError, InputError
 from ..osworld import OSWORLD_EVALUATOR
 from ..rollout.driver import local_envs, local_token
 from ..rollout.runner import file_attempt
@@ -81,14 +81,14 @@ def record_demo(cfg: Config, secrets: dict, task_id: str, flags: StopFlags, host
             if "episode" not in chosen:
                 found = find(running(str(run.path)), task.task_id)
                 if len(found) != 1:
-                    raise InputError(f"the demonstration's desktop is not in {run.path}/leases.jsonl")
+                    raise EnvError(f"the demonstration's desktop is not in {run.path}/leases.jsonl")
                 chosen["episode"] = found[0]
             if problem := server.take(chosen["episode"], takeover.HOLD):
-                raise InputError(f"cannot hand the desktop to the page: {problem}")
+                raise EnvError(f"cannot hand the desktop to the page: {problem}")
 
         with run.traj(item) as traj:
             demo = Demonstration(item, task, traj, env, agent, cfg.runner.step_timeout_s, lambda: flags.count > 0,
-                                 redact.text, hold, queue.heartbeat)
+                                 redact.text, hold, queue.heartbeat, cfg.runner.lease_ttl_s / 4)
             rec = demo.run(lambda: show(server.url(chosen["episode"])))
         server.told_ended.wait(PAGE_LINGER_S)  # the page says the demonstration ended, rather than lose its server
     except CuaError as e:  # before the demonstration began: its pair is filed, never left claimed

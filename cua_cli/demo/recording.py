@@ -46,12 +46,13 @@ class _Told:
 
 class Demonstration:
     def __init__(self, item: dict, task: Task, traj: TrajWriter, env, agent, step_timeout_s: float,
-                 should_stop, redact, hold, heartbeat):
+                 should_stop, redact, hold, heartbeat, heartbeat_s: float):
         self.item, self.task, self.traj, self.env, self.agent = item, task, traj, env, agent
         self.budget = Budget(step_timeout_s, should_stop=should_stop)  # a person has no deadline
         self.redact = redact
         self.hold = hold            # () -> None: take the attempt over (the watch page gets the desktop)
-        self.heartbeat = heartbeat  # () -> None: keep the claim's lease fresh
+        self.heartbeat = heartbeat  # () -> None: keep the claim's lease fresh, every heartbeat_s
+        self.heartbeat_s = heartbeat_s
 
     def run(self, on_ready) -> dict:
         """Record the demonstration; its episode line, whatever happens. `on_ready()` once the desktop is
@@ -102,7 +103,7 @@ class Demonstration:
                 play.gestures.flush()
                 play.write()
                 raise Stopped()
-            if time.monotonic() - beat > 5:
+            if time.monotonic() - beat > self.heartbeat_s:
                 self.heartbeat()
                 beat = time.monotonic()
             time.sleep(POLL_S)
