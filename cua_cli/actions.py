@@ -185,6 +185,12 @@ class Cost:
                 raise ValueError(f"more than {limit} {what} in one program")
 
 
+def osworld_command(action: Action) -> str:
+    """The action in OSWorld's action space: pyautogui code, or WAIT, DONE, or FAIL for call_user (the
+    task cannot go on: what OSWorld's infeasible tasks ask for)."""
+    return "FAIL" if action.type == "call_user" else to_command(action)
+
+
 def to_command(action: Action) -> str | None:
     """pyautogui code for `action`; "WAIT"/"DONE" for wait/finished; None for call_user."""
     t = action.type

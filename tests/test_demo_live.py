@@ -13,6 +13,7 @@ import threading
 
 import pytest
 from helpers import desktops
+from helpers.chromium import selenium_browser
 from helpers.cli import ROOT, finish, run_cua, start_cua
 from helpers.processes import kill_group
 from helpers.waiting import wait_for
@@ -71,9 +72,6 @@ def _click_at(browser, x: int, y: int) -> None:
 def test_a_person_demonstrates_a_task_and_the_replay_scores_it_again(tmp_path):
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         pytest.skip("Debian's chromium and chromium-driver are not installed (scripts/setup_env.sh installs them)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     demo = start_cua("demo", _config(tmp_path, "demo"), "--task", TASK, "--no-browser")
     browser = None
     try:
@@ -88,10 +86,7 @@ def test_a_person_demonstrates_a_task_and_the_replay_scores_it_again(tmp_path):
         (run,) = (tmp_path / "demo").iterdir()
         api = json.loads((run / "leases.jsonl").read_text().splitlines()[0])["api"]
 
-        options = webdriver.ChromeOptions()
-        for arg in ("--headless=new", "--no-sandbox", "--window-size=1400,900", f"--user-data-dir={tmp_path}/chrome"):
-            options.add_argument(arg)
-        browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+        browser = selenium_browser(tmp_path / "chrome", "1400,900")
         browser.get(url)
         status = lambda: browser.find_element("id", "status").text  # noqa: E731
         wait_for(lambda: status().startswith("yours"), 120, "the desktop's keys on the page")

@@ -14,6 +14,7 @@ import threading
 import psutil
 import pytest
 from helpers import desktops
+from helpers.chromium import selenium_browser
 from helpers.cli import ROOT, finish, start_cua
 from helpers.processes import kill_group, signal_group
 from helpers.waiting import wait_for
@@ -59,9 +60,6 @@ XTERM = ("subprocess.Popen(['xterm', '-geometry', '60x5+0+0', '-e', 'sh', '-c', 
 def test_a_running_episode_is_watched_live_in_chromium(tmp_path):
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         pytest.skip("Debian's chromium and chromium-driver are not installed (scripts/setup_env.sh installs them)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     script = tmp_path / "script.json"
     script.write_text(json.dumps({TASK: [_until_flag("go1", XTERM), _until_flag("go2"), _until_flag("go3"),
                                          "DONE"]}))
@@ -92,10 +90,7 @@ runner: {{num_envs: 1, max_steps: 5, step_timeout_s: 90, episode_timeout_s: 300}
         assert url.startswith("http://127.0.0.1:") and "/e/" in url, lines
         assert _x11vncs() == []  # nobody watches yet: no VNC server runs
 
-        options = webdriver.ChromeOptions()
-        for arg in ("--headless=new", "--no-sandbox", "--window-size=1200,800", f"--user-data-dir={tmp_path}/chrome"):
-            options.add_argument(arg)
-        browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+        browser = selenium_browser(tmp_path / "chrome", "1200,800")
         browser.get(url)
         status = lambda: browser.find_element("id", "status").text  # noqa: E731
         wait_for(lambda: status() == "live, view only", 60, "the page's screen to connect")

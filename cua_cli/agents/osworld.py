@@ -16,7 +16,7 @@ import re
 from random import Random
 
 from .._util.budget import Budget
-from ..actions import Action, to_command
+from ..actions import Action, osworld_command
 from ..envs import Observation
 from ..errors import ParseError
 from ..models import AnswerFormat, Image, ModelSession
@@ -98,7 +98,7 @@ class OSWorldAgent:
 
     def answer_for(self, action: Action, width: int, height: int) -> str:
         """What this agent's model answers to take `action` (how a person's demonstration is written)."""
-        code = {"finished": "DONE", "call_user": "FAIL"}.get(action.type) or to_command(action)
+        code = osworld_command(action)
         return f"```{code}```" if code in COMMANDS else f"```python\n{code}\n```"
 
 

@@ -15,7 +15,7 @@ import time
 
 from .._util.budget import Budget
 from .._util.png import png_size
-from ..actions import Action, to_command
+from ..actions import Action, osworld_command
 from ..agents import Turn
 from ..envs import Observation
 from ..errors import Abandoned, EnvError, EpisodeEnd, Stopped
@@ -63,9 +63,7 @@ class Demonstration:
         return run_attempt(self.item, self.task, self.traj, self.env, self.budget, Phases(), self.redact, play)
 
     def _record(self, session, rec: dict, on_ready) -> str:
-        api = getattr(session, "api", None)
-        if api is None or not hasattr(api, "input_start"):
-            raise EnvError("a demonstration is recorded on a desktop of cua's own (env.kind osworld)")
+        api = session.api  # an OSWorld desktop's (driver.py allows env.kind osworld only)
         try:
             api.input_start(self.budget)
         except EnvError as e:
@@ -144,8 +142,7 @@ class _Play:
 
     def write(self) -> None:
         for g in self.gestures.take():
-            png = self.shots.get(g.frame) or self.api.screenshot(self.demo.budget.unhurried())
-            self._line(g.action, png, g.t + self.clock, {"human_s": round(g.end - g.t, 4)},
+            self._line(g.action, self.shots[g.frame], g.t + self.clock, {"human_s": round(g.end - g.t, 4)},
                        {"held_keys": list(g.held)} if g.held else {})
         keep = self.gestures.frames()
         self.shots = {fid: png for fid, png in self.shots.items() if fid in keep}
@@ -169,8 +166,7 @@ class _Play:
         self.model.answer = self.demo.agent.answer_for(action, *size)
         self.agent.ask(obs, turn, self.demo.budget.unhurried())
         line.update(turn_fields(turn))
-        code = "FAIL" if action.type == "call_user" else to_command(action)  # OSWorld's words for the verdicts
-        line["commands"] = [code]
+        line["commands"] = [osworld_command(action)]
         line["prompt"] = by_file(turn.prompt) if turn.prompt is not None else None
         line.update(extra)
         self.demo.traj.step(line)

@@ -13,6 +13,19 @@ from helpers.osworld_reference import reference_apart
 from helpers.processes import kill_group
 
 
+def selenium_browser(profile: Path, size: str = "1200,800"):
+    """A headless Chromium driven by Selenium (Debian's chromium and chromium-driver) on a profile of
+    its own: a person's browser in the tests of the pages cua serves. The caller quits it."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (scripts/setup_env.sh installs them)")
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", f"--window-size={size}", f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+
+
 class Chromium:
     """`chromium --headless=new --remote-debugging-port=0` on a profile of its own; `url` is its
     debugging port's base URL (the port read from the profile's DevToolsActivePort)."""

@@ -12,6 +12,11 @@ frames that no unread event points to are dropped, except the newest.
 import threading
 import time
 
+from Xlib import XK, X
+from Xlib.display import Display
+from Xlib.ext import record
+from Xlib.protocol import rq
+
 FRAME_S = 0.2         # the screen a person acted on is at most this old
 MAX_FRAMES = 12       # raw 1080p frames are 8 MiB each: past this, the oldest go
 MAX_EVENTS = 100_000  # unread; past this a host that stopped reading loses the oldest
@@ -38,9 +43,6 @@ class InputLog:
         return bool(self._threads)
 
     def start(self) -> None:
-        from Xlib import X
-        from Xlib.display import Display
-        from Xlib.ext import record
         self._ctl = Display(self.display_name)
         if not self._ctl.has_extension("RECORD"):
             self._ctl.close()
@@ -110,7 +112,6 @@ class InputLog:
                 del self._frames[min(self._frames)]
 
     def _record(self) -> None:
-        from Xlib.display import Display
         data = Display(self.display_name)
         try:
             data.record_enable_context(self._ctx, self._on_record)  # returns once stop() disables it
@@ -118,9 +119,6 @@ class InputLog:
             data.close()
 
     def _on_record(self, reply) -> None:
-        from Xlib import X
-        from Xlib.ext import record
-        from Xlib.protocol import rq
         if reply.category == record.StartOfData:
             self._recording.set()
         if reply.category != record.FromServer or reply.client_swapped or not reply.data or reply.data[0] < 2:
@@ -151,7 +149,6 @@ _NAMES: dict[int, str] = {}
 def _name(keysym: int) -> str | None:
     """A keysym's name as X spells it (Return, Control_L, a, asciitilde)."""
     if not _NAMES:
-        from Xlib import XK
         for group in ("miscellany", "latin1", "xkb", "xf86"):
             XK.load_keysym_group(group)
         for name, value in vars(XK).items():
