@@ -7,6 +7,7 @@ MODEL_CASES, naming a factory that builds it; the registry checks below fail
 until it does.
 """
 
+import asyncio
 import hashlib
 import io
 import json
@@ -144,11 +145,15 @@ def env_case(request, tmp_path) -> EnvCase:
 
 
 def test_env_plays_an_episode(env_case):
+    asyncio.run(_plays_an_episode(env_case))
+
+
+async def _plays_an_episode(env_case):
     budget = Budget(60.0, time.monotonic() + 120)
-    session = env_case.env.allocate(env_case.task, budget)
+    session = await env_case.env.allocate(env_case.task, budget)
     try:
         assert session.instruction is None or isinstance(session.instruction, str)
-        obs = session.observe(budget)
+        obs = await session.observe(budget)
         assert isinstance(obs, Observation) and (obs.screenshot is not None or obs.text is not None)
         if obs.screenshot is not None:  # the size is the image's own
             assert PILImage.open(io.BytesIO(obs.screenshot)).size == (obs.width, obs.height)
@@ -159,33 +164,33 @@ def test_env_plays_an_episode(env_case):
         if obs.a11y_tree is not None:
             assert parse_tree(obs.a11y_tree).tag == "desktop-frame"
         sent = []
-        result = session.act(env_case.harmless, budget, sent)
+        result = await session.act(env_case.harmless, budget, sent)
         assert isinstance(result, StepResult) and isinstance(result.done, bool)
         assert len(sent) == len(env_case.harmless)  # what reached the env, one message per action
-        assert session.observe(budget).width == obs.width
-        ev = session.evaluate(budget.unhurried())
+        assert (await session.observe(budget)).width == obs.width
+        ev = await session.evaluate(budget.unhurried())
         assert isinstance(ev, Evaluation) and math.isfinite(ev.reward) and 0.0 <= ev.score <= 1.0
     finally:
-        session.release(budget.unhurried())
+        await session.release(budget.unhurried())
     with pytest.raises(EnvError):  # a released env is gone: the env's answer, not a crash
-        session.observe(budget)
+        await session.observe(budget)
 
 
 def test_env_refuses_a_task_it_cannot_set_up_as_a_bad_task(env_case):
     with pytest.raises(BadTask):
-        env_case.env.allocate(env_case.bad_task, Budget(60.0))
+        asyncio.run(env_case.env.allocate(env_case.bad_task, Budget(60.0)))
 
 
 def test_env_calls_stop_when_the_run_stops_or_the_deadline_passes(env_case):
     with pytest.raises(Stopped):
-        env_case.env.allocate(env_case.task, Budget(60.0, should_stop=lambda: True))
+        asyncio.run(env_case.env.allocate(env_case.task, Budget(60.0, should_stop=lambda: True)))
     with pytest.raises(EpisodeTimeout):
-        env_case.env.allocate(env_case.task, Budget(60.0, deadline=time.monotonic() - 1))
+        asyncio.run(env_case.env.allocate(env_case.task, Budget(60.0, deadline=time.monotonic() - 1)))
 
 
 def test_an_unreachable_env_is_an_env_error(env_case):
     with pytest.raises(EnvError):
-        env_case.unreachable.allocate(env_case.task, Budget(5.0))
+        asyncio.run(env_case.unreachable.allocate(env_case.task, Budget(5.0)))
 
 
 # ---------------------------------------------------------------- Agent
@@ -256,7 +261,7 @@ class Script:
         self.answers = list(answers)
         self.asked: list[tuple[list, Params]] = []
 
-    def complete(self, messages, params):
+    async def complete(self, messages, params):
         self.asked.append((messages, params))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
@@ -271,9 +276,13 @@ def _ask(case: AgentCase, *answers, refusals: int = 0):
     model = Script(*answers)
     episode = case.agent.start("Click the button.", model)
     turn = Turn()
-    episode.ask(case.observation, turn, Budget(60.0))
-    for _ in range(refusals):
-        episode.refused(turn, "HTTP 400: no such element", Budget(60.0))
+
+    async def asking():
+        await episode.ask(case.observation, turn, Budget(60.0))
+        for _ in range(refusals):
+            await episode.refused(turn, "HTTP 400: no such element", Budget(60.0))
+
+    asyncio.run(asking())
     return turn, model
 
 
@@ -348,7 +357,7 @@ def test_agent_keeps_the_conversation(agent_case):
     model = Script(agent_case.good, agent_case.good, agent_case.good)
     episode = agent_case.agent.start("Click the button.", model)
     for step in range(3):
-        episode.ask(agent_case.observation, Turn(), Budget(60.0))
+        asyncio.run(episode.ask(agent_case.observation, Turn(), Budget(60.0)))
     (first, _), _, (third, params) = model.asked
     assert params.step == 2
     assert json.dumps([m for m in third if isinstance(m["content"], str)]).count(
@@ -431,7 +440,8 @@ def _uitars_request(step: int) -> tuple[list, Params]:
     """A UI-TARS step's request, as the agent makes it."""
     agent = make_agent(Config())
     model = Script("Thought: x\nAction: wait()")
-    agent.start("Click the button.", model).ask(Observation(_png(), 160, 210, file="s.png"), Turn(), Budget(60.0))
+    asyncio.run(agent.start("Click the button.", model).ask(Observation(_png(), 160, 210, file="s.png"), Turn(),
+                                                            Budget(60.0)))
     messages, params = model.asked[0]
     params.step = step
     return messages, params
@@ -443,7 +453,7 @@ def test_model_answers_what_the_agent_asked_for(model_case):
     try:
         for step in range(2):  # the recorded step, then past the end of a recording
             messages, params = _uitars_request(step)
-            reply = session.complete(messages, params)
+            reply = asyncio.run(session.complete(messages, params))
             assert isinstance(reply, Reply) and isinstance(reply.text, str)
             assert reply.endpoint is None or isinstance(reply.endpoint, str)
             assert parse_response(reply.text, 160, 210).actions  # the grammar, the format or the recording held
@@ -464,7 +474,7 @@ def test_model_stops_asking_when_the_run_stops(model_case):
     params.budget = Budget(60.0, deadline=time.monotonic() - 1, should_stop=lambda: True)
     session = model.session("t", 0)
     try:
-        reply = session.complete(messages, params)  # a model that asks nobody may answer at once
+        reply = asyncio.run(session.complete(messages, params))  # a model that asks nobody may answer at once
         assert isinstance(reply.text, str)
     except (Stopped, EpisodeTimeout):
         pass
@@ -478,5 +488,5 @@ def test_an_unreachable_model_server_is_a_model_error(provider, tmp_path):
     messages, params = _uitars_request(0)
     session = dead.session("t", 0)
     with pytest.raises(ModelError):
-        session.complete(messages, params)
+        asyncio.run(session.complete(messages, params))
     session.close()

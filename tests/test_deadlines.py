@@ -5,6 +5,7 @@ others are; no request outlives the step's or the episode's deadline.
 
 Bounds are generous (the machine may be loaded): they tell an ended call from a hung one."""
 
+import asyncio
 import json
 import threading
 import time
@@ -49,7 +50,7 @@ MESSAGES = [{"role": "user", "content": "Click the button."}]
 
 def test_a_model_server_that_never_finishes_its_answer_is_a_model_error_after_its_retries(tmp_path):
     with DripServer("chunks") as server, _Clock() as clock, pytest.raises(ModelError) as e:
-        _model(tmp_path, server.url).complete(MESSAGES, Params(0, Budget(0.5)))  # the step's limit: 0.5 s a request
+        asyncio.run(_model(tmp_path, server.url).complete(MESSAGES, Params(0, Budget(0.5))))  # 0.5 s a request
     assert clock.took < ENDED_WITHIN and "timed out" in str(e.value)
     assert server.requests == 2  # retried like any other failure of the server
 
@@ -57,7 +58,7 @@ def test_a_model_server_that_never_finishes_its_answer_is_a_model_error_after_it
 def test_no_model_request_outlives_the_episode_deadline(tmp_path):
     with DripServer("body") as server, _Clock() as clock, pytest.raises((EpisodeTimeout, ModelError)):
         budget = Budget(600.0, time.monotonic() + 0.5)  # a long step limit; the episode ends sooner
-        _model(tmp_path, server.url, timeout_s=600).complete(MESSAGES, Params(0, budget))
+        asyncio.run(_model(tmp_path, server.url, timeout_s=600).complete(MESSAGES, Params(0, budget)))
     assert clock.took < ENDED_WITHIN
 
 
@@ -66,14 +67,14 @@ def test_an_env_cluster_that_never_finishes_its_answer_is_an_env_error_and_an_ac
     with DripServer("continue") as server:
         env = ClusterEnv(EnvSettings(server.url, retries=1, timeout_s=0.5))
         with _Clock() as clock, pytest.raises(EnvError):
-            env.allocate(Task("t", None), Budget(60.0))
+            asyncio.run(env.allocate(Task("t", None), Budget(60.0)))
         assert clock.took < ENDED_WITHIN and server.requests == 2
         session = ClusterSession(env, "env-1", {}, Task("t", None))
         with _Clock() as clock, pytest.raises(EnvError):
-            session.observe(Budget(60.0))
+            asyncio.run(session.observe(Budget(60.0)))
         assert clock.took < ENDED_WITHIN and server.requests == 4
         with _Clock() as clock, pytest.raises(EnvError):  # the click may have landed: never sent twice
-            session.act([Action("click", 1, 1)], Budget(60.0), [])
+            asyncio.run(session.act([Action("click", 1, 1)], Budget(60.0), []))
         assert clock.took < ENDED_WITHIN and server.requests == 5
 
 

@@ -1,5 +1,6 @@
 """End-to-end tests: real Chromium, real HTTP on 127.0.0.1."""
 
+import asyncio
 import io
 import json
 import logging
@@ -343,7 +344,7 @@ def test_an_env_a_lost_runner_held_is_listed_and_given_back_by_envs_gc(env, tmp_
     run = RunDir.create(tmp_path / "results", "lost", {"env": {"url": url}})
     item = {"task_id": "lost/one", "domain": "click-test", "sample": 0, "attempt": 0,
             "config": {"miniwob": "click-test", "seed": 1}, "evaluator": {"func": "miniwob_reward"}}
-    session = ClusterEnv(EnvSettings(url)).allocate(task_from_dict(item), Budget(60.0), run.traj(item))
+    session = asyncio.run(ClusterEnv(EnvSettings(url)).allocate(task_from_dict(item), Budget(60.0), run.traj(item)))
     (held,) = still_held(run.path)
     assert held["protocol"] == "env-cluster" and held["id"] == session.server_id
     assert held["traj"] == traj_rel("lost/one", 0, 0)

@@ -1,5 +1,10 @@
-"""cua's HTTP/1.1 client against real sockets on loopback: framing, keep-alive, failures, hostile answers."""
+"""cua's HTTP/1.1 clients against real sockets on loopback: framing, keep-alive, failures, hostile answers.
 
+Each test runs with the blocking client and with the event loop's (`AsyncClient`, its requests run to
+their end on a loop of the test's own).
+"""
+
+import asyncio
 import json
 import socket
 import time
@@ -10,7 +15,46 @@ from helpers.waiting import wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cua_cli._util.httpclient import BadStatus, Client, NoAnswer, Unreachable
+from cua_cli._util.httpclient import AsyncClient, BadStatus, NoAnswer, Unreachable
+from cua_cli._util.httpclient import Client as BlockingClient
+from cua_cli._util.interrupt import Interrupt
+from cua_cli.errors import Stopped
+
+
+class _OnALoop:
+    """The AsyncClient called as the blocking one is: each request awaited on one loop of its own."""
+
+    def __init__(self, *args, **kwargs):
+        self.client, self.loop = AsyncClient(*args, **kwargs), asyncio.new_event_loop()
+
+    def get(self, *args, **kwargs):
+        return self.loop.run_until_complete(self.client.get(*args, **kwargs))
+
+    def post(self, *args, **kwargs):
+        return self.loop.run_until_complete(self.client.post(*args, **kwargs))
+
+    def close(self):
+        for links in self.client._idle.values():
+            for link in links:
+                link.close()
+        self.loop.run_until_complete(asyncio.sleep(0))  # the transports' close callbacks
+        self.loop.close()
+
+
+@pytest.fixture(params=["blocking", "event_loop"])
+def Client(request):  # noqa: N802 - stands for the class the tests construct
+    if request.param == "blocking":
+        yield BlockingClient
+        return
+    made = []
+
+    def make(*args, **kwargs):
+        made.append(_OnALoop(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
 
 
 def _ok(body: bytes, extra: bytes = b"") -> bytes:
@@ -18,7 +62,7 @@ def _ok(body: bytes, extra: bytes = b"") -> bytes:
         b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def test_answers_framed_every_way_http_allows_are_read_whole():
+def test_answers_framed_every_way_http_allows_are_read_whole(Client):
     chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                b"4;ext=1\r\n{\"a\"\r\n3\r\n: 1\r\n1\r\n}\r\n0\r\nX-Trailer: t\r\n\r\n")
     interim = b"HTTP/1.1 100 Continue\r\n\r\n" + _ok(b'{"b": 2}')
@@ -36,7 +80,7 @@ def test_answers_framed_every_way_http_allows_are_read_whole():
         server.close()
 
 
-def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error():
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(Client):
     server = RawServer([_ok(b"1"), _ok(b"2")], close_after=True)  # like a keep-alive timeout
     http = Client()
     try:
@@ -48,7 +92,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(
         server.close()
 
 
-def test_failures_say_whether_the_server_can_have_seen_the_request():
+def test_failures_say_whether_the_server_can_have_seen_the_request(Client):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -75,7 +119,7 @@ def test_failures_say_whether_the_server_can_have_seen_the_request():
         silent.close()
 
 
-def test_errors_come_back_as_answers_and_raise_only_when_asked():
+def test_errors_come_back_as_answers_and_raise_only_when_asked(Client):
     server = RawServer([b"HTTP/1.1 503 Busy\r\nContent-Length: 17\r\n\r\n{\"error\": \"full\"}"])
     try:
         r = Client().post(f"{server.url}/a", 5)
@@ -87,7 +131,7 @@ def test_errors_come_back_as_answers_and_raise_only_when_asked():
         server.close()
 
 
-def test_the_request_line_cannot_be_split_by_what_a_server_sent_us():
+def test_the_request_line_cannot_be_split_by_what_a_server_sent_us(Client):
     server = RawServer([_ok(b"{}")])
     try:
         hostile_id = "1 HTTP/1.1\r\nX-Injected: yes\r\n\r\nGET /other"
@@ -104,7 +148,8 @@ def test_the_request_line_cannot_be_split_by_what_a_server_sent_us():
         Client("tok\r\nX-Evil: 1")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.binary(max_size=2000),
                  st.builds(lambda head, body: head + b"\r\n\r\n" + body,
                            st.sampled_from([b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999",
@@ -113,7 +158,7 @@ def test_the_request_line_cannot_be_split_by_what_a_server_sent_us():
                                             b"HTTP/1.1 2000 OK", b"HTTP/1.1 200 OK\r\nno colon",
                                             b"HTTP/1.1 200 OK\r\nContent-Length: \xd9\xa3"]),
                            st.binary(max_size=200))))
-def test_any_bytes_a_server_answers_give_an_answer_or_no_answer_never_a_crash(answer):
+def test_any_bytes_a_server_answers_give_an_answer_or_no_answer_never_a_crash(Client, answer):
     server = RawServer([answer], close_after=True)
     try:
         start = time.monotonic()
@@ -128,7 +173,7 @@ def test_any_bytes_a_server_answers_give_an_answer_or_no_answer_never_a_crash(an
 
 
 @pytest.mark.parametrize("kind", sorted(DRIPS))
-def test_an_answer_that_never_ends_is_cut_at_the_requests_deadline(kind):
+def test_an_answer_that_never_ends_is_cut_at_the_requests_deadline(Client, kind):
     """Each byte comes quickly, so no single read waits long: the timeout bounds the whole request."""
     with DripServer(kind) as server:
         http = Client()
@@ -139,7 +184,7 @@ def test_an_answer_that_never_ends_is_cut_at_the_requests_deadline(kind):
         assert server.requests == 1
 
 
-def test_after_a_timed_out_request_the_next_one_gets_its_own_deadline_and_connection():
+def test_after_a_timed_out_request_the_next_one_gets_its_own_deadline_and_connection(Client):
     """The timed-out connection is out of step (the rest of that answer may still come): never reused."""
     server = RawServer([_ok(b"1")])
     with DripServer("chunks") as slow:
@@ -156,6 +201,49 @@ def test_after_a_timed_out_request_the_next_one_gets_its_own_deadline_and_connec
 
 
 @pytest.mark.parametrize("host", ["a" * 64 + ".example", "a..b", ".", "xn--"])
-def test_a_host_name_no_resolver_takes_is_unreachable_not_a_crash(host):
+def test_a_host_name_no_resolver_takes_is_unreachable_not_a_crash(Client, host):
     with pytest.raises(Unreachable):
         Client().get(f"http://{host}:80/x", 5)
+
+
+def test_on_the_event_loop_a_stop_ends_a_request_the_server_holds_at_once():
+    """The interrupt cancels the wait: the request ends as Stopped long before its 60 s timeout, and its
+    connection (its answer may still come) is never used again."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen(4)  # connections complete in the backlog; nothing is ever read or answered
+    url = f"http://127.0.0.1:{held.getsockname()[1]}/a"
+
+    async def stopped_while_waiting():
+        client, interrupt = AsyncClient(), Interrupt()
+        asyncio.get_running_loop().call_later(0.2, interrupt.set)
+        start = time.monotonic()
+        with pytest.raises(Stopped):
+            await client.post(url, 60, json={"q": 1}, interrupt=interrupt)
+        assert not any(client._idle.values())
+        with pytest.raises(Stopped):  # already set: nothing more is sent
+            await client.post(url, 60, interrupt=interrupt)
+        return time.monotonic() - start
+
+    try:
+        assert asyncio.run(stopped_while_waiting()) < 10  # generous: a loaded machine
+    finally:
+        held.close()
+
+
+def test_on_the_event_loop_requests_at_once_each_get_a_connection_and_later_ones_reuse_them():
+    n = 12
+    server = RawServer([_ok(b"%d" % i) for i in range(3 * n)])
+
+    async def rounds():
+        client = AsyncClient()
+        first = await asyncio.gather(*(client.get(f"{server.url}/a", 10) for _ in range(n)))
+        again = await asyncio.gather(*(client.get(f"{server.url}/a", 10) for _ in range(n)))
+        return first + again
+
+    try:
+        answers = asyncio.run(rounds())
+        assert sorted(int(r.content) for r in answers) == list(range(2 * n))  # each answer read once, whole
+        assert server.connections == n
+    finally:
+        server.close()

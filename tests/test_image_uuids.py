@@ -5,6 +5,7 @@ so the tests see every request body that went over the wire; the same proxy
 injects the failures of a failover.
 """
 
+import asyncio
 import io
 import json
 import time
@@ -51,7 +52,7 @@ def _model(tmp_path, endpoints, name, **extra):
 
 
 def _ask(session, n: int) -> str:
-    return session.complete(_history(n), Params(n, Budget(120.0))).text
+    return asyncio.run(session.complete(_history(n), Params(n, Budget(120.0)))).text
 
 
 class Recorder:

@@ -2,6 +2,7 @@
 retried like a 500 on each endpoint and then on the next; a chat completion whose text does
 not parse stays the agent's. Against a real HTTP server on loopback (tests/helpers/servers.py)."""
 
+import asyncio
 import json
 import time
 
@@ -71,7 +72,7 @@ def test_a_200_that_is_not_a_chat_completion_is_retried_on_every_endpoint_like_a
             server.body = body
         session = _model(tmp_path, [server.url, server.url], retries=1).session("t", 0)
         with pytest.raises(ModelError) as e:
-            session.complete(MESSAGES, Params(0, Budget(30.0)))
+            asyncio.run(session.complete(MESSAGES, Params(0, Budget(30.0))))
         assert server.requests["/v1/chat/completions"] == 4  # each of the two endpoints: one try and one retry
     assert body is None or "not a chat completion" in str(e.value)
 
@@ -80,7 +81,7 @@ def test_after_bad_answers_a_good_one_is_the_reply(tmp_path, no_backoff):
     with ModelStandIn() as bad, ModelStandIn("Thought: t\nAction: wait()") as good:
         bad.body = completion(None)
         session = _model(tmp_path, [bad.url, good.url], retries=1).session("t", 0)
-        reply = session.complete(MESSAGES, Params(0, Budget(30.0)))
+        reply = asyncio.run(session.complete(MESSAGES, Params(0, Budget(30.0))))
         assert reply.text == "Thought: t\nAction: wait()" and reply.endpoint == f"{good.url}/v1"
         assert bad.requests["/v1/chat/completions"] == 2
 
@@ -90,7 +91,7 @@ def _ask(session):
     obs = Observation(ClusterStandIn.PNG, 1, 1)
     obs.file = "step_0000.png"
     turn = Turn()
-    UITarsAgent(parse_retries=2).start("Click the button.", session).ask(obs, turn, Budget(30.0))
+    asyncio.run(UITarsAgent(parse_retries=2).start("Click the button.", session).ask(obs, turn, Budget(30.0)))
     return turn
 
 
@@ -132,7 +133,7 @@ def test_any_body_answered_with_200_is_a_reply_or_a_model_error(hostile, body, m
     server, sessions = hostile
     server.body = body if isinstance(body, bytes) else body.encode()
     try:
-        reply = sessions[mode].complete(MESSAGES, Params(0, Budget(30.0)))
+        reply = asyncio.run(sessions[mode].complete(MESSAGES, Params(0, Budget(30.0))))
     except ModelError:
         return
     assert isinstance(reply, Reply) and isinstance(reply.text, str) and reply.text

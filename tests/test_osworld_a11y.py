@@ -2,6 +2,7 @@
 desktop's AT-SPI tree (cua_cli/osworld/a11y_tree.py), fetched by env.kind osworld only when the agent reads it,
 against the stand-in of OSWorld's in-VM server. Real desktops: tests/test_osworld_rollout.py."""
 
+import asyncio
 import time
 from xml.etree import ElementTree as ET
 
@@ -181,7 +182,7 @@ class Model:
     def __init__(self):
         self.asked = []
 
-    def complete(self, messages, params):
+    async def complete(self, messages, params):
         self.asked.append(messages)
         return Reply("```WAIT```", "script")
 
@@ -191,7 +192,8 @@ def _prompts(observation: str, steps: int = 2, history: int = 1, max_tokens: int
     episode = OSWorldAgent(history, 0, observation, max_tokens).start("Open the file menu.", model)
     for step in range(steps):
         png = b"\x89PNG step %d" % step
-        episode.ask(Observation(png, 800, 600, file=f"step_{step:04d}.png", a11y_tree=TREE), Turn(), _budget())
+        asyncio.run(episode.ask(Observation(png, 800, 600, file=f"step_{step:04d}.png", a11y_tree=TREE), Turn(),
+                                _budget()))
     return model.asked
 
 

@@ -1,6 +1,7 @@
 """Model providers without a server: replay (every model call of a recorded step, in order,
 nothing read outside the run) and the random baseline."""
 
+import asyncio
 import functools
 import json
 
@@ -31,7 +32,7 @@ def _run(tmp_path, traj, steps):
 
 
 def _ask(episode, step):
-    return episode.complete([], Params(step, Budget(10.0), _ANSWERS)).text
+    return asyncio.run(episode.complete([], Params(step, Budget(10.0), _ANSWERS))).text
 
 
 def test_replays_failed_tries_before_the_steps_answer(tmp_path):

@@ -1,5 +1,6 @@
 """The text agents: ReAct and WebArena answer formats, and the conversation cut to its budget."""
 
+import asyncio
 import time
 
 import pytest
@@ -69,7 +70,7 @@ class Echo:
         self.answer = answer
         self.prompts = []
 
-    def complete(self, messages, params):
+    async def complete(self, messages, params):
         self.prompts.append(messages)
         return Reply(self.answer)
 
@@ -78,7 +79,7 @@ def test_the_conversation_keeps_task_and_current_observation_and_drops_the_oldes
     model = Echo("Thought: t\nAction: look")
     episode = ReactAgent("textcraft", history_chars=1000).start("", model)
     for step in range(30):
-        episode.ask(Observation(text=f"observation {step}: " + "x" * 100), Turn(), Budget(10.0))
+        asyncio.run(episode.ask(Observation(text=f"observation {step}: " + "x" * 100), Turn(), Budget(10.0)))
     messages = model.prompts[-1]
     text = [m["content"] for m in messages]
     assert messages[0]["role"] == "user" and "Action:" in text[0]        # the instructions stay
@@ -96,7 +97,7 @@ def test_a_short_conversation_is_sent_whole():
     model = Echo("Thought: t\nAction: look")
     episode = WebArenaAgent(history_chars=100_000).start("Click it.", model)
     for step in range(3):
-        episode.ask(Observation(text=f"obs {step}"), Turn(), Budget(10.0))
+        asyncio.run(episode.ask(Observation(text=f"obs {step}"), Turn(), Budget(10.0)))
     text = [m["content"] for m in model.prompts[-1]]
     assert "Your task: Click it." in text[0] and text[2:] == ["obs 0", "Thought: t\nAction: look", "obs 1",
                                                               "Thought: t\nAction: look", "obs 2"]

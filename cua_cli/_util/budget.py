@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import EpisodeTimeout
+from .interrupt import Interrupt
 
 
 @dataclass(frozen=True)
@@ -13,6 +14,7 @@ class Budget:
     step_timeout: float                                   # any one request, s
     deadline: float = math.inf                            # time.monotonic() by which the episode ends
     should_stop: Callable[[], bool] = field(default=lambda: False)
+    interrupt: Interrupt | None = None                    # on an event loop: wakes the episode's waits to stop
 
     def timeout(self, limit: float = math.inf, step: bool = True) -> float:
         """The next request's timeout: the service's own `limit` and the step limit, cut short by the deadline.

@@ -9,20 +9,29 @@ speaks only what cua needs: one request at a time per connection,
 Content-Length or chunked answers, no redirects, no proxies from the
 environment (a bearer token goes only to the server it was configured for).
 
-Each thread keeps one connection per server. Failures say what a retry must
-know: `Unreachable` (no connection was opened, so the server never saw the
-request), `NoAnswer` (the request went out and may have been acted on, but
-no whole answer came back), `BadStatus` (an answer of 400 or above), and for
-the callers that read the answer, `BadAnswer` (a whole answer that is not
-what the protocol answers).
+Two clients share the request head and the answer's reader (`_Reader`, fed
+bytes as they come, so it does no I/O of its own): `Client` blocks and keeps
+one connection per thread and server; `AsyncClient` runs on an event loop
+(the runners'), with a pool of idle connections per server, each an asyncio
+protocol whose bytes go straight to the reader.
+
+Failures say what a retry must know: `Unreachable` (no connection was
+opened, so the server never saw the request), `NoAnswer` (the request went
+out and may have been acted on, but no whole answer came back), `BadStatus`
+(an answer of 400 or above), and for the callers that read the answer,
+`BadAnswer` (a whole answer that is not what the protocol answers).
 
 A request's `timeout` is a deadline for all of it: connecting, sending, every
 read, interim answers and trailers. A server that answers a byte at a time
-holds it no longer than one that does not answer. Each socket operation gets
-what is left (one settimeout before each send or recv that waits). The name
-lookup of a host name is the system resolver's and is not bounded.
+holds it no longer than one that does not answer. The blocking client gives
+each socket operation what is left (one settimeout before each send or recv
+that waits); the event loop's sets one timer per request. An AsyncClient
+request given an `interrupt` (interrupt.py) ends as errors.Stopped the moment
+it is set. The name lookup of a host name is the system resolver's and is not
+bounded.
 """
 
+import asyncio
 import base64
 import json as jsonlib
 import select
@@ -33,9 +42,12 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
+from .interrupt import Interrupt, wait
+
 MAX_HEAD = 64 * 1024          # status line and headers
 MAX_BODY = 256 * 1024 * 1024  # no answer cua reads is anywhere near this
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%?"  # what may stay as is in a request target
+SMALL_BODY = 16 * 1024        # sent in one write with the head; a larger one is not copied to join it
 
 
 class HttpError(Exception):
@@ -92,17 +104,45 @@ class _Malformed(Exception):
     pass
 
 
+def _auth(token: str | None, basic: tuple[str, str] | None) -> str:
+    """The Authorization header line: `token` a bearer token; `basic` (user, password) of HTTP basic auth."""
+    if token and (not token.isascii() or any(c in token for c in "\r\n")):
+        raise ValueError("a bearer token must be ASCII without line breaks")
+    if basic is not None:
+        pair = base64.b64encode(f"{basic[0]}:{basic[1]}".encode("utf-8")).decode("ascii")
+        return f"Authorization: Basic {pair}\r\n"
+    return f"Authorization: Bearer {token}\r\n" if token else ""
+
+
+def _prepare(method: str, url: str, auth: str, json, data: bytes | None, params: dict | None,
+             content_type: str) -> tuple:
+    """(the URL split, the request's head, its body)."""
+    u = urlsplit(url)
+    target = quote(u.path or "/", safe=_PATH_SAFE) + (f"?{quote(u.query, safe=_PATH_SAFE)}" if u.query else "")
+    if params:
+        target += ("&" if "?" in target else "?") + urlencode(params)
+    if json is not None:
+        data = jsonlib.dumps(json).encode()
+    body = data or b""
+    if any(c in content_type for c in "\r\n"):
+        raise ValueError("a content type must be one line")
+    head = (f"{method} {target} HTTP/1.1\r\nHost: {u.netloc}\r\n{auth}"
+            f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n")
+    if not head.isascii():  # only the host can be: the target is percent-encoded
+        raise Unreachable(f"cannot address {u.netloc!r}: not an ASCII host name")
+    return u, head.encode("ascii"), body
+
+
+def _port(u) -> int:
+    return u.port or (443 if u.scheme == "https" else 80)
+
+
 class Client:
     """One per env or model provider; threads share it, each with its own connections."""
 
     def __init__(self, token: str | None = None, basic: tuple[str, str] | None = None):
         """`token`: a bearer token; `basic`: (user, password) of HTTP basic auth (VLC's web interface)."""
-        if token and (not token.isascii() or any(c in token for c in "\r\n")):
-            raise ValueError("a bearer token must be ASCII without line breaks")
-        self.auth = f"Authorization: Bearer {token}\r\n" if token else ""
-        if basic is not None:
-            pair = base64.b64encode(f"{basic[0]}:{basic[1]}".encode("utf-8")).decode("ascii")
-            self.auth = f"Authorization: Basic {pair}\r\n"
+        self.auth = _auth(token, basic)
         self._local = threading.local()
 
     def get(self, url: str, timeout: float, params: dict | None = None) -> Response:
@@ -115,20 +155,7 @@ class Client:
                 params: dict | None = None, content_type: str = "application/json") -> Response:
         """Send one request; any status comes back as a Response. `data` is sent as JSON unless
         `content_type` says otherwise (a form, for servers that read only forms)."""
-        u = urlsplit(url)
-        target = quote(u.path or "/", safe=_PATH_SAFE) + (f"?{quote(u.query, safe=_PATH_SAFE)}" if u.query else "")
-        if params:
-            target += ("&" if "?" in target else "?") + urlencode(params)
-        if json is not None:
-            data = jsonlib.dumps(json).encode()
-        body = data or b""
-        if any(c in content_type for c in "\r\n"):
-            raise ValueError("a content type must be one line")
-        head = (f"{method} {target} HTTP/1.1\r\nHost: {u.netloc}\r\n{self.auth}"
-                f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n")
-        if not head.isascii():  # only the host can be: the target is percent-encoded
-            raise Unreachable(f"cannot address {u.netloc!r}: not an ASCII host name")
-        head = head.encode("ascii")
+        u, head, body = _prepare(method, url, self.auth, json, data, params, content_type)
         deadline = time.monotonic() + timeout
         conn = self._connection(u)
         if not conn.usable():
@@ -156,15 +183,118 @@ class Client:
             conns = self._local.conns = {}
         key = (u.scheme, u.hostname, u.port)
         if key not in conns:
-            conns[key] = _Connection(u.scheme, u.hostname or "", u.port or (443 if u.scheme == "https" else 80))
+            conns[key] = _Connection(u.scheme, u.hostname or "", _port(u))
         return conns[key]
 
 
-class _Connection:
+class _Reader:
+    """One answer read from the bytes as they come: `answer()` is a generator that yields how many bytes
+    it would like next whenever it has too few, and is sent the next bytes (b"" once the stream has
+    ended); it returns (status, headers, content, whether the connection may be kept). Bytes past the
+    answer stay in `buf`."""
+
+    def __init__(self):
+        self.buf = b""
+
+    def answer(self):
+        while True:
+            while (end := self.buf.find(b"\r\n\r\n")) < 0:
+                if len(self.buf) > MAX_HEAD:
+                    raise _Malformed("headers too long")
+                yield from self._fill(len(self.buf) + 1)
+            head, self.buf = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
+            lines = head.split("\r\n")
+            parts = lines[0].split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (
+                    len(parts[1]) == 3 and parts[1].isdigit() and parts[1].isascii()):
+                raise _Malformed(f"status line {lines[0][:80]!r}")
+            status = int(parts[1])
+            headers = {}
+            for line in lines[1:]:
+                name, colon, value = line.partition(":")
+                if not colon:
+                    raise _Malformed(f"header line {line[:80]!r}")
+                headers[name.strip().lower()] = value.strip()
+            if 100 <= status < 200:
+                continue  # an interim answer: the real one follows
+            break
+        keep = parts[0] == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
+        if status in (204, 304):
+            content = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            content = yield from self._chunked()
+        elif "content-length" in headers:
+            n = headers["content-length"]
+            if not (n.isdigit() and n.isascii() and int(n) <= MAX_BODY):
+                raise _Malformed(f"content-length {n[:40]!r}")
+            content = yield from self._take(int(n))
+        else:  # delimited by the end of the connection
+            yield from self._fill_to_close()
+            content, self.buf, keep = self.buf, b"", False
+        return status, headers, content, keep
+
+    def _fill(self, need: int):
+        """Until at least `need` bytes are buffered."""
+        parts, have = [self.buf], len(self.buf)
+        while have < need:
+            chunk = yield min(max(65536, need - have), 1 << 20)  # no huge buffer on a claimed length
+            if not chunk:
+                raise _Malformed("the server closed the connection")
+            parts.append(chunk)
+            have += len(chunk)
+        self.buf = b"".join(parts)
+
+    def _take(self, n: int):
+        yield from self._fill(n)
+        if len(self.buf) == n:  # the usual case for a body: no second copy
+            out, self.buf = self.buf, b""
+        else:
+            out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _line(self, limit: int):
+        while (end := self.buf.find(b"\r\n")) < 0:
+            if len(self.buf) > limit:
+                raise _Malformed("line too long")
+            yield from self._fill(len(self.buf) + 1)
+        line, self.buf = self.buf[:end], self.buf[end + 2:]
+        return line
+
+    def _chunked(self):
+        chunks, total = [], 0
+        while True:
+            size = (yield from self._line(1024)).split(b";", 1)[0].strip()
+            if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
+                raise _Malformed(f"chunk size {size[:40]!r}")
+            n = int(size, 16)
+            total += n
+            if total > MAX_BODY:
+                raise _Malformed("answer too large")
+            if n == 0:
+                while (yield from self._line(MAX_HEAD)):  # trailers, up to the empty line
+                    pass
+                return b"".join(chunks)
+            chunks.append((yield from self._take(n)))
+            if (yield from self._take(2)) != b"\r\n":
+                raise _Malformed("chunk not followed by CRLF")
+
+    def _fill_to_close(self):
+        parts, have = [self.buf], len(self.buf)
+        while chunk := (yield 65536):
+            parts.append(chunk)
+            have += len(chunk)
+            if have > MAX_BODY:
+                raise _Malformed("answer too large")
+        self.buf = b"".join(parts)
+
+
+class _Connection(_Reader):
+    """A blocking connection: each read waits for what is left of the request's deadline."""
+
     def __init__(self, scheme: str, host: str, port: int):
+        super().__init__()
         self.scheme, self.host, self.port = scheme, host, port
         self.sock: socket.socket | None = None
-        self.buf = b""
         self.deadline = 0.0  # time.monotonic() by which the current request ends
 
     def usable(self) -> bool:
@@ -222,102 +352,163 @@ class _Connection:
                 self.sock.settimeout(_left(self.deadline))
                 sent += self.sock.send(view[sent:])
 
-    def _recv(self, size: int) -> bytes:
-        self.sock.settimeout(_left(self.deadline))
-        return self.sock.recv(size)
-
-    def _fill(self, need: int) -> None:
-        """Read until at least `need` bytes are buffered."""
-        parts, have = [self.buf], len(self.buf)
-        while have < need:
-            chunk = self._recv(min(max(65536, need - have), 1 << 20))  # no huge buffer on a claimed length
-            if not chunk:
-                raise _Malformed("the server closed the connection")
-            parts.append(chunk)
-            have += len(chunk)
-        self.buf = b"".join(parts)
-
-    def _take(self, n: int) -> bytes:
-        self._fill(n)
-        if len(self.buf) == n:  # the usual case for a body: no second copy
-            out, self.buf = self.buf, b""
-        else:
-            out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def _line(self, limit: int) -> bytes:
-        while (end := self.buf.find(b"\r\n")) < 0:
-            if len(self.buf) > limit:
-                raise _Malformed("line too long")
-            self._fill(len(self.buf) + 1)
-        line, self.buf = self.buf[:end], self.buf[end + 2:]
-        return line
-
     def read_response(self) -> tuple[int, dict, bytes]:
-        while True:
-            while (end := self.buf.find(b"\r\n\r\n")) < 0:
-                if len(self.buf) > MAX_HEAD:
-                    raise _Malformed("headers too long")
-                self._fill(len(self.buf) + 1)
-            head, self.buf = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
-            lines = head.split("\r\n")
-            parts = lines[0].split(" ", 2)
-            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (
-                    len(parts[1]) == 3 and parts[1].isdigit() and parts[1].isascii()):
-                raise _Malformed(f"status line {lines[0][:80]!r}")
-            status = int(parts[1])
-            headers = {}
-            for line in lines[1:]:
-                name, colon, value = line.partition(":")
-                if not colon:
-                    raise _Malformed(f"header line {line[:80]!r}")
-                headers[name.strip().lower()] = value.strip()
-            if 100 <= status < 200:
-                continue  # an interim answer: the real one follows
-            break
-        keep = parts[0] == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-        if status in (204, 304):
-            content = b""
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            content = self._chunked()
-        elif "content-length" in headers:
-            n = headers["content-length"]
-            if not (n.isdigit() and n.isascii() and int(n) <= MAX_BODY):
-                raise _Malformed(f"content-length {n[:40]!r}")
-            content = self._take(int(n))
-        else:  # delimited by the end of the connection
-            self._fill_to_close()
-            content, self.buf, keep = self.buf, b"", False
+        reading = self.answer()
+        try:
+            want = next(reading)
+            while True:
+                self.sock.settimeout(_left(self.deadline))
+                want = reading.send(self.sock.recv(want))
+        except StopIteration as done:
+            status, headers, content, keep = done.value
+        finally:
+            reading.close()
         if not keep:
             self.close()
         return status, headers, content
 
-    def _chunked(self) -> bytes:
-        chunks, total = [], 0
-        while True:
-            size = self._line(1024).split(b";", 1)[0].strip()
-            if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
-                raise _Malformed(f"chunk size {size[:40]!r}")
-            n = int(size, 16)
-            total += n
-            if total > MAX_BODY:
-                raise _Malformed("answer too large")
-            if n == 0:
-                while self._line(MAX_HEAD):  # trailers, up to the empty line
-                    pass
-                return b"".join(chunks)
-            chunks.append(self._take(n))
-            if self._take(2) != b"\r\n":
-                raise _Malformed("chunk not followed by CRLF")
 
-    def _fill_to_close(self) -> None:
-        parts, have = [self.buf], len(self.buf)
-        while chunk := self._recv(65536):
-            parts.append(chunk)
-            have += len(chunk)
-            if have > MAX_BODY:
-                raise _Malformed("answer too large")
-        self.buf = b"".join(parts)
+class AsyncClient:
+    """Client's twin on an event loop: one per env or model provider, used from one loop at a time; a
+    request takes an idle connection to its server, or opens one, and gives it back after a whole answer."""
+
+    def __init__(self, token: str | None = None, basic: tuple[str, str] | None = None):
+        self.auth = _auth(token, basic)
+        self._idle: dict[tuple, list[_Link]] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    async def get(self, url: str, timeout: float, params: dict | None = None,
+                  interrupt: Interrupt | None = None) -> Response:
+        return await self.request("GET", url, timeout, params=params, interrupt=interrupt)
+
+    async def post(self, url: str, timeout: float, json=None, data: bytes | None = None,
+                   interrupt: Interrupt | None = None) -> Response:
+        return await self.request("POST", url, timeout, json=json, data=data, interrupt=interrupt)
+
+    async def request(self, method: str, url: str, timeout: float, json=None, data: bytes | None = None,
+                      params: dict | None = None, content_type: str = "application/json",
+                      interrupt: Interrupt | None = None) -> Response:
+        """As Client.request; errors.Stopped once `interrupt` is set."""
+        u, head, body = _prepare(method, url, self.auth, json, data, params, content_type)
+        deadline = time.monotonic() + timeout
+        key = (u.scheme, u.hostname, u.port)
+        link = await self._link(key, u, deadline, interrupt)
+        try:
+            status, headers, content, keep = await link.exchange(head, body, deadline, interrupt)
+        except BaseException as e:  # the rest of that answer may still come: the connection is out of step
+            link.close()
+            if isinstance(e, TimeoutError):
+                raise NoAnswer("timed out", timed_out=True) from None
+            if isinstance(e, _Malformed):
+                raise NoAnswer(f"malformed answer ({e})") from None
+            if isinstance(e, OSError):
+                raise NoAnswer(f"connection lost ({type(e).__name__})") from None
+            raise  # Stopped, or the task cancelled
+        if keep and not link.buf and not link.closed:
+            self._idle.setdefault(key, []).append(link)
+        else:
+            link.close()
+        return Response(method, url, status, content, headers)
+
+    async def _link(self, key: tuple, u, deadline: float, interrupt: Interrupt | None) -> "_Link":
+        loop = asyncio.get_running_loop()
+        idle = self._idle.get(key, [])
+        while idle:
+            link = idle.pop()
+            if link.loop is loop and link.usable():
+                return link
+            link.close()
+        link = _Link(loop)
+        tls = None
+        if u.scheme == "https":
+            tls = self._tls = self._tls or ssl.create_default_context()
+        connecting = asyncio.ensure_future(loop.create_connection(
+            lambda: link, u.hostname or "", _port(u), ssl=tls, server_hostname=u.hostname if tls else None))
+        try:
+            await wait(connecting, deadline, interrupt)
+        except (OSError, UnicodeError, TimeoutError) as e:
+            raise Unreachable(f"connection failed ({type(e).__name__})") from None
+        return link  # with TCP_NODELAY, as asyncio sets it on every TCP transport
+
+
+class _Link(_Reader, asyncio.Protocol):
+    """A connection on the event loop: what arrives goes to the reader of the answer awaited, if any."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        super().__init__()
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.reading = None   # the reader's generator while an answer is awaited
+        self.answered: asyncio.Future | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.reading is None:  # bytes nobody asked for: out of step
+            self.close()
+        else:
+            self._feed(data)
+
+    def eof_received(self) -> bool:
+        if self.reading is not None:
+            self._feed(b"")
+        self.close()
+        return False
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        if self.reading is not None:
+            if exc is None:
+                self._feed(b"")
+            else:
+                self._end(exception=exc if isinstance(exc, OSError) else ConnectionError(str(exc)))
+
+    def usable(self) -> bool:
+        """Open, and not closed by the server while idle: its close may still wait in the socket, unseen by
+        the loop (a request queued behind others), as may bytes nobody asked for."""
+        if self.closed:
+            return False
+        poll = select.poll()
+        poll.register(self.transport.get_extra_info("socket").fileno(), select.POLLIN)
+        return not poll.poll(0)
+
+    def close(self) -> None:
+        self.closed = True
+        if self.reading is not None:
+            self.reading.close()
+            self.reading = None
+        if self.transport is not None:
+            self.transport.close()
+
+    async def exchange(self, head: bytes, body: bytes, deadline: float, interrupt: Interrupt | None) -> tuple:
+        """Send the request; the answer as the reader returns it."""
+        self.reading, self.answered = self.answer(), self.loop.create_future()
+        next(self.reading)
+        if len(body) < SMALL_BODY:
+            self.transport.write(head + body)  # one packet
+        else:  # no copy of a large body: the transport sends what it can at once and keeps the rest
+            self.transport.write(head)
+            self.transport.write(body)
+        return await wait(self.answered, deadline, interrupt)
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self.reading.send(data)
+        except StopIteration as done:
+            self._end(result=done.value)
+        except _Malformed as e:
+            self._end(exception=e)
+
+    def _end(self, result=None, exception=None) -> None:
+        self.reading.close()
+        self.reading = None
+        if not self.answered.done():
+            if exception is None:
+                self.answered.set_result(result)
+            else:
+                self.answered.set_exception(exception)
 
 
 def _left(deadline: float) -> float:

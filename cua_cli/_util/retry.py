@@ -7,6 +7,7 @@ import time
 from ..errors import InfraError, Stopped
 from .diag import detail
 from .httpclient import BadAnswer, BadStatus, HttpError, NoAnswer, Unreachable
+from .interrupt import sleep
 
 
 def transient(exc: Exception) -> bool:
@@ -42,12 +43,32 @@ def with_retries(fn, retries: int, what: str, should_stop=lambda: False, base_de
         try:
             return fn()
         except HttpError as e:
-            retry = transient(e) if idempotent else never_sent(e)
-            if not retry or attempt == retries:
-                raise error(f"{what}: {describe(e)}") from e
-            detail(f"{what}: {describe(e)}; try {attempt + 2} of {retries + 1}")
-        # Jitter keeps many runners from retrying in lockstep.
-        pause(base_delay * 2 ** attempt * (0.5 + random.random()), should_stop, deadline)
+            delay = _next_try(e, attempt, retries, what, idempotent, error, base_delay)
+        pause(delay, should_stop, deadline)
+
+
+async def with_retries_async(fn, retries: int, what: str, budget, base_delay: float = 0.5, idempotent: bool = True,
+                             error: type[InfraError] = InfraError):
+    """with_retries for an event loop: `await fn()`, tries and waits bounded by `budget` (its stop, its
+    interrupt and its deadline)."""
+    for attempt in range(retries + 1):
+        if budget.should_stop():
+            raise Stopped()
+        try:
+            return await fn()
+        except HttpError as e:
+            delay = _next_try(e, attempt, retries, what, idempotent, error, base_delay)
+        await sleep(delay, budget.interrupt, budget.deadline)
+
+
+def _next_try(e: HttpError, attempt: int, retries: int, what: str, idempotent: bool, error, base_delay: float):
+    """The wait before trying again after `e`, or `error` raised when no try is left or it is not worth one."""
+    retry = transient(e) if idempotent else never_sent(e)
+    if not retry or attempt == retries:
+        raise error(f"{what}: {describe(e)}") from e
+    detail(f"{what}: {describe(e)}; try {attempt + 2} of {retries + 1}")
+    # Jitter keeps many runners from retrying in lockstep.
+    return base_delay * 2 ** attempt * (0.5 + random.random())
 
 
 def pause(delay: float, should_stop, deadline: float = math.inf) -> None:

@@ -7,10 +7,12 @@ their parent decide, which a signal sent to the whole process group needs:
 otherwise every runner dies mid-write while its parent is still stopping.
 """
 
+import asyncio
 import faulthandler
 import signal
 import sys
 import threading
+from collections import Counter
 from typing import Callable
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -52,13 +54,46 @@ class StopFlags:
 
 def dump_stacks_on_sigusr1() -> None:
     """`kill -USR1 PID` prints every thread's stack to stderr and the process goes on: what a run
-    that seems stuck is doing, without a debugger on the host."""
+    that seems stuck is doing, without a debugger on the host. A runner's episodes are coroutines on
+    its event loop, whose thread's stack shows only the loop's wait: each place where coroutines
+    wait follows, with how many wait there."""
+    try:
+        signal.signal(signal.SIGUSR1, _dump_tasks)  # faulthandler dumps the threads first, then hands it on
+    except ValueError:  # not the main thread: the threads' stacks alone
+        pass
     for stream in (sys.stderr, sys.__stderr__):  # a captured stderr (a test's) may have no file behind it
         try:
-            faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True, chain=False)
+            faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True, chain=True)
             return
         except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both an OSError and a ValueError
             continue
+
+
+def _dump_tasks(signum, frame) -> None:
+    try:
+        loop = asyncio.get_running_loop()  # the handler runs on the main thread: the loop's, if one runs
+    except RuntimeError:
+        return
+    waits = Counter(tuple(_awaiting(task.get_coro())) for task in asyncio.all_tasks(loop))
+    out = [f"{n} coroutine(s) waiting at:\n" + "".join(f"  {place}\n" for place in chain)
+           for chain, n in waits.most_common()]
+    try:
+        sys.stderr.write("".join(out))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _awaiting(coro) -> list[str]:
+    """Where a coroutine waits, outermost first: the chain of the coroutines it awaits."""
+    places = []
+    while coro is not None and len(places) < 50:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        places.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return places
 
 
 def ignore_stop_signals() -> None:

@@ -1,13 +1,15 @@
 """The Agent seam: a model family's prompt, history window, answer parsing and re-asking.
 
     Agent.start(instruction, model) -> AgentEpisode      one per episode
-    AgentEpisode.ask(observation, turn, budget)          fills `turn`
-    AgentEpisode.refused(turn, error, budget)            the env refused turn.send: ask again
+    await AgentEpisode.ask(observation, turn, budget)    fills `turn`
+    await AgentEpisode.refused(turn, error, budget)      the env refused turn.send: ask again
 
 An agent asks its model session for the next actions, re-asking while the
 answer does not parse or the env refuses it, up to its retry limit; the turn
 then says why the step ends (`stop`). It passes its grammar, and what a random
-or closing answer looks like, to the model (`models.AnswerFormat`).
+or closing answer looks like, to the model (`models.AnswerFormat`). Asking is
+a coroutine, as the model's `complete` is; reading an answer is a plain
+function.
 
 Agent kinds are chosen by `agent.kind` through kinds.AGENTS: a new one is one
 module plus one line there.
@@ -77,8 +79,8 @@ class Answer:
 
 
 class AgentEpisode(Protocol):
-    def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None: ...
-    def refused(self, turn: Turn, error: str, budget: Budget) -> None: ...
+    async def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None: ...
+    async def refused(self, turn: Turn, error: str, budget: Budget) -> None: ...
 
 
 class Agent(Protocol):

@@ -23,18 +23,18 @@ class AskingEpisode:
     def answer_format(self) -> AnswerFormat:
         raise NotImplementedError
 
-    def refused(self, turn: Turn, error: str, budget: Budget) -> None:
+    async def refused(self, turn: Turn, error: str, budget: Budget) -> None:
         turn.failed(f"env refused the action: {error}", "action_refused", commands=list(turn.sent))
         if turn.tries <= self.retries:
-            self.answer(turn, budget)
+            await self.answer(turn, budget)
 
-    def answer(self, turn: Turn, budget: Budget) -> None:
+    async def answer(self, turn: Turn, budget: Budget) -> None:
         """Ask with `turn.prompt` until an answer parses or the tries run out."""
         answers = self.answer_format()
         while True:
             t = time.monotonic()
             try:
-                reply = self.model.complete(turn.prompt, Params(self.step, budget, answers))
+                reply = await self.model.complete(turn.prompt, Params(self.step, budget, answers))
             finally:
                 turn.model_s += time.monotonic() - t
             turn.answered(reply)

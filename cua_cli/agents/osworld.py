@@ -112,7 +112,7 @@ class OSWorldEpisode(AskingEpisode):
         self.history: list[tuple[list, str]] = []  # each step's message parts, and the answer to them
         self.current: tuple[Observation, list, Turn] | None = None
 
-    def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
+    async def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
         if self.current is not None:
             _, parts, last = self.current
             self.history.append((parts, last.reply.text))
@@ -130,7 +130,7 @@ class OSWorldEpisode(AskingEpisode):
             messages.append({"role": "assistant", "content": answer})
         messages.append({"role": "user", "content": parts})
         turn.prompt = messages
-        self.answer(turn, budget)
+        await self.answer(turn, budget)
 
     def _parts(self, observation: Observation) -> list:
         """What the model is shown of one observation: the screenshot and/or the tree's table."""

@@ -32,13 +32,13 @@ class TextEpisode(AskingEpisode):
     def observation(self) -> str:
         return self.current[0]
 
-    def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
+    async def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
         if self.current is not None:  # the step before went on: it joins the conversation
             self.steps.append((self.current[0], self.current[1].reply.text))
         self.current = (observation.text or "", turn)
         self.step = len(self.steps)
         turn.prompt = self.messages()
-        self.answer(turn, budget)
+        await self.answer(turn, budget)
 
     def messages(self) -> list[dict]:
         """The conversation, its oldest steps left out as far as the budget needs."""

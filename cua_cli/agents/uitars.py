@@ -413,7 +413,7 @@ class UITarsEpisode(AskingEpisode):
         self.history: list[tuple[Image | None, str]] = []   # (screenshot while in the window, answer)
         self.current: tuple[Observation, Image, Turn] | None = None
 
-    def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
+    async def ask(self, observation: Observation, turn: Turn, budget: Budget) -> None:
         if self.current is not None:  # the step before went on, so its answer joins the history
             _, image, last = self.current
             self.history.append((image, last.reply.text))
@@ -424,7 +424,7 @@ class UITarsEpisode(AskingEpisode):
         self.current = (observation, image, turn)
         self.step = len(self.history)
         turn.prompt = self.agent.build_messages(self.instruction, self.history, image)
-        self.answer(turn, budget)
+        await self.answer(turn, budget)
 
     def answer_format(self) -> AnswerFormat:
         obs = self.current[0]

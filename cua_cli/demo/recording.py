@@ -9,8 +9,12 @@ if its model had answered the action (`Agent.answer_for`): the same prompt, hist
 parsed action as an agent's step, with `commands` the action in OSWorld's pyautogui code. The
 person ends the demonstration on the page: done (`human_finished`, a last step `finished()`),
 infeasible (`human_fail`, `call_user()`: FAIL to OSWorld's evaluator), or abandon (unscored).
+
+The attempt's life is the episodes' own coroutine (rollout.episode.run_attempt) on a loop of its own;
+with one attempt on it, the desktop's calls are made in place.
 """
 
+import asyncio
 import time
 
 from .._util.budget import Budget
@@ -37,7 +41,7 @@ class _Told:
     def __init__(self):
         self.answer = ""
 
-    def complete(self, messages: list[dict], params) -> Reply:
+    async def complete(self, messages: list[dict], params) -> Reply:
         return Reply(self.answer, "human")
 
     def close(self) -> None:
@@ -57,12 +61,13 @@ class Demonstration:
     def run(self, on_ready) -> dict:
         """Record the demonstration; its episode line, whatever happens. `on_ready()` once the desktop is
         the person's."""
-        def play(session, rec: dict) -> str:
+        async def play(session, rec: dict) -> str:
             rec.update(demo=True, human_steps=0)
-            return self._record(session, rec, on_ready)
-        return run_attempt(self.item, self.task, self.traj, self.env, self.budget, Phases(), self.redact, play)
+            return await self._record(session.inner, rec, on_ready)
+        return asyncio.run(run_attempt(self.item, self.task, self.traj, self.env, self.budget, Phases(),
+                                       self.redact, play))
 
-    def _record(self, session, rec: dict, on_ready) -> str:
+    async def _record(self, session, rec: dict, on_ready) -> str:
         api = session.api  # an OSWorld desktop's (driver.py allows env.kind osworld only)
         try:
             api.input_start(self.budget)
@@ -75,10 +80,10 @@ class Demonstration:
         model = _Told()
         play = _Play(self, session, rec, model, self.agent.start(rec["instruction"], model))
         try:
-            wish = self._until_ended(play)
+            wish = await self._until_ended(play)
             if wish == "abandon":
                 raise Abandoned("the person recording the demonstration abandoned it")
-            play.end(ENDING[wish])
+            await play.end(ENDING[wish])
         finally:
             self.traj.holding(False)
             try:
@@ -87,24 +92,24 @@ class Demonstration:
                 pass  # the desktop is released next: its input log goes with it
         return HUMAN_ENDS[wish]
 
-    def _until_ended(self, play: "_Play") -> str:
+    async def _until_ended(self, play: "_Play") -> str:
         """Read the person's gestures until they end the demonstration: their ending (takeover.ENDINGS)."""
         beat = time.monotonic()
         while True:
             wish = self.traj.takeover()
-            play.read()
+            await play.read()
             if wish in takeover.ENDINGS:
                 return wish
             if wish != takeover.HOLD:  # a hold gone stale (the page's server stalled): the person is still here
                 self.hold()
             if self.budget.should_stop():
                 play.gestures.flush()
-                play.write()
+                await play.write()
                 raise Stopped()
             if time.monotonic() - beat > self.heartbeat_s:
                 self.heartbeat()
                 beat = time.monotonic()
-            time.sleep(POLL_S)
+            await asyncio.sleep(POLL_S)
 
 
 class _Play:
@@ -119,7 +124,7 @@ class _Play:
         self.clock = 0.0             # host wall time minus the desktop's monotonic clock
         self.step = 0
 
-    def read(self) -> None:
+    async def read(self) -> None:
         """New events into gestures, the screens they began on fetched, finished gestures written."""
         budget = self.demo.budget.unhurried()
         got = self.api.input_read(self.after, budget)
@@ -138,23 +143,23 @@ class _Play:
         for fid in self.gestures.frames() - self.shots.keys():
             # A frame gone (the page's server stalled past the log's keep): the screen as it is now.
             self.shots[fid] = self.api.input_frame(fid, budget) or self.api.screenshot(budget)
-        self.write()
+        await self.write()
 
-    def write(self) -> None:
+    async def write(self) -> None:
         for g in self.gestures.take():
-            self._line(g.action, self.shots[g.frame], g.t + self.clock, {"human_s": round(g.end - g.t, 4)},
+            await self._line(g.action, self.shots[g.frame], g.t + self.clock, {"human_s": round(g.end - g.t, 4)},
                        {"held_keys": list(g.held)} if g.held else {})
         keep = self.gestures.frames()
         self.shots = {fid: png for fid, png in self.shots.items() if fid in keep}
 
-    def end(self, action: Action) -> None:
+    async def end(self, action: Action) -> None:
         """The person's verdict as the last step, on the screen they gave it on."""
-        self.read()
+        await self.read()
         self.gestures.flush()
-        self.write()
-        self._line(action, self.api.screenshot(self.demo.budget.unhurried()), time.time(), {}, {})
+        await self.write()
+        await self._line(action, self.api.screenshot(self.demo.budget.unhurried()), time.time(), {}, {})
 
-    def _line(self, action: Action, png: bytes, wall: float, timings: dict, extra: dict) -> None:
+    async def _line(self, action: Action, png: bytes, wall: float, timings: dict, extra: dict) -> None:
         size = png_size(png)
         if size is None:
             raise EnvError("the desktop's screen is not a PNG")
@@ -164,7 +169,7 @@ class _Play:
         line["timings"].update(timings)
         turn = Turn()
         self.model.answer = self.demo.agent.answer_for(action, *size)
-        self.agent.ask(obs, turn, self.demo.budget.unhurried())
+        await self.agent.ask(obs, turn, self.demo.budget.unhurried())
         line.update(turn_fields(turn))
         line["commands"] = [osworld_command(action)]
         line["prompt"] = by_file(turn.prompt) if turn.prompt is not None else None
@@ -172,3 +177,4 @@ class _Play:
         self.demo.traj.step(line)
         self.step += 1
         self.rec["steps"] = self.rec["human_steps"] = self.step
+

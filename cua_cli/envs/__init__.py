@@ -1,10 +1,17 @@
 """The Env seam: where episodes are played.
 
-    Env.allocate(task, budget, files) -> EnvSession
-    EnvSession.observe(budget) -> Observation
-    EnvSession.act(actions, budget, sent) -> StepResult
-    EnvSession.evaluate(budget, ended) -> Evaluation
-    EnvSession.release(budget)
+    await Env.allocate(task, budget, files) -> EnvSession
+    await EnvSession.observe(budget) -> Observation
+    await EnvSession.act(actions, budget, sent) -> StepResult
+    await EnvSession.evaluate(budget, ended) -> Evaluation
+    await EnvSession.release(budget)
+
+The methods are coroutines: episodes wait on their runner's event loop. An env
+kind may instead be written blocking (`BlockingEnv`, the same methods as plain
+functions, its own budget checks polled): make_env then runs each of its calls
+in a thread (InThreads). The env-cluster kind is written for the loop, as
+the one that carries thousands of episodes per host; OSWorld's and AgentGym's
+block, as their servers' work dwarfs a thread's cost.
 
 Each env kind owns its wire format: it turns structured actions into what its
 server takes, and lists each message in `sent` before sending it, so a step
@@ -24,6 +31,9 @@ one line there.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -66,6 +76,16 @@ class EnvSession(Protocol):
     instruction: str | None         # the env's statement of the task, when the task has none
     setup_s: float                  # of allocate's time, what the task's reset/setup steps took (else 0)
 
+    async def observe(self, budget: Budget) -> Observation: ...
+    async def act(self, actions: list, budget: Budget, sent: list) -> StepResult: ...
+    async def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation: ...
+    async def release(self, budget: Budget) -> None: ...
+
+
+class BlockingSession(Protocol):
+    instruction: str | None
+    setup_s: float
+
     def observe(self, budget: Budget) -> Observation: ...
     def act(self, actions: list, budget: Budget, sent: list) -> StepResult: ...
     def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation: ...
@@ -81,9 +101,53 @@ class AttemptFiles(Protocol):
 
 
 class Env(Protocol):
-    def allocate(self, task: Task, budget: Budget, files: AttemptFiles) -> EnvSession: ...
+    async def allocate(self, task: Task, budget: Budget, files: AttemptFiles) -> EnvSession: ...
+
+
+class BlockingEnv(Protocol):
+    def allocate(self, task: Task, budget: Budget, files: AttemptFiles) -> BlockingSession: ...
 
 
 def make_env(cfg, url: str, secrets: dict) -> Env:
-    """The env named by `env.kind`, at `url` (the local server's when `env.url` is local)."""
-    return load(ENVS[cfg.env.kind]).from_config(cfg, url, secrets)
+    """The env named by `env.kind`, at `url` (the local server's when `env.url` is local); a blocking
+    kind's calls run in threads, up to one per episode slot."""
+    env = load(ENVS[cfg.env.kind]).from_config(cfg, url, secrets)
+    return env if inspect.iscoroutinefunction(env.allocate) else InThreads(env, cfg.runner.num_envs)
+
+
+class InThreads:
+    """A blocking env kind on the event loop: each call of it runs in a thread of its own pool.
+
+    Its code polls the budget's stop between requests, as it always has, so a call is awaited to its
+    end, never abandoned half-way (an allocation would be lost). The pool starts a thread only when
+    every thread it has is busy: as many threads as calls at once, at most one per episode slot.
+    """
+
+    def __init__(self, env: BlockingEnv, workers: int):
+        self.env = env
+        self.pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="cua-env")
+
+    async def allocate(self, task: Task, budget: Budget, files: AttemptFiles | None = None) -> SessionInThreads:
+        return SessionInThreads(await self.run(self.env.allocate, task, budget, files), self)
+
+    async def run(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+
+class SessionInThreads:
+    def __init__(self, inner: BlockingSession, env: InThreads):
+        self.inner, self.env = inner, env  # inner: the blocking session (a demonstration reads its desktop)
+        self.instruction = inner.instruction
+        self.setup_s = getattr(inner, "setup_s", 0.0)
+
+    async def observe(self, budget: Budget) -> Observation:
+        return await self.env.run(self.inner.observe, budget)
+
+    async def act(self, actions: list, budget: Budget, sent: list) -> StepResult:
+        return await self.env.run(self.inner.act, actions, budget, sent)
+
+    async def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation:
+        return await self.env.run(self.inner.evaluate, budget, ended)
+
+    async def release(self, budget: Budget) -> None:
+        await self.env.run(self.inner.release, budget)

@@ -1,19 +1,22 @@
 """The env-cluster protocol (DART's env service, and `cua env-server`): an Env kind.
 
-One ClusterEnv is shared by a process's runner threads; each episode gets its
-own ClusterSession. Actions travel as pyautogui code that cua generates from
-the structured actions (`actions.to_command`), never model text. Requests go
-through cua's HTTP client, which keeps one connection alive per thread and server.
+One ClusterEnv is shared by the episodes of a runner's event loop; each
+episode gets its own ClusterSession. Actions travel as pyautogui code that cua
+generates from the structured actions (`actions.to_command`), never model text.
+Requests go through cua's event-loop HTTP client, which keeps idle connections
+alive for the next request to the same server.
 """
 
+import asyncio
 import math
 import time
 from dataclasses import dataclass
 
 from .._util.budget import Budget
-from .._util.httpclient import BadStatus, Client, Response
+from .._util.httpclient import AsyncClient, BadStatus, Response
+from .._util.interrupt import sleep
 from .._util.png import SIGNATURE, png_size
-from .._util.retry import describe, pause, with_retries
+from .._util.retry import describe, with_retries_async
 from .._util.text import clip
 from ..actions import to_command
 from ..errors import ActionRefused, EnvError, EvalError, InfraError, TaskRefused
@@ -41,28 +44,29 @@ class ClusterEnv:
     def __init__(self, settings: EnvSettings):
         self.s = settings
         self.base = settings.url.rstrip("/")
-        self.http = Client(settings.token)
+        self.http = AsyncClient(settings.token)
 
     @classmethod
     def from_config(cls, cfg, url: str, secrets: dict) -> "ClusterEnv":
         e = cfg.env
         return cls(EnvSettings(url, secrets.get("env"), e.os, e.timeout_s, e.retries, e.allocate_wait_s))
 
-    def _post(self, path: str, body, budget: Budget) -> Response:
-        r = self.http.post(f"{self.base}{path}", budget.timeout(self.s.timeout_s), json=body)
+    async def _post(self, path: str, body, budget: Budget) -> Response:
+        r = await self.http.post(f"{self.base}{path}", budget.timeout(self.s.timeout_s), json=body,
+                                 interrupt=budget.interrupt)
         r.raise_for_status()
         return r
 
-    def allocate(self, task: Task, budget: Budget, leases=None) -> "ClusterSession":
+    async def allocate(self, task: Task, budget: Budget, leases=None) -> "ClusterSession":
         """Lock an env for the task, waiting while the cluster is full (HTTP 503)."""
         deadline = time.monotonic() + self.s.allocate_wait_s
         body = {"task_id": task.task_id, "os": self.s.os, "config": task.config}
         delay = 0.5
         while True:
             try:
-                data = with_retries(lambda: _data(self._post("/server/getAvailableAndLock", body, budget)),
-                                    self.s.retries, "allocate env", budget.should_stop, error=EnvError,
-                                    deadline=budget.deadline)
+                data = _data(await with_retries_async(
+                    lambda: self._post("/server/getAvailableAndLock", body, budget), self.s.retries, "allocate env",
+                    budget, error=EnvError))
                 if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
                     raise EnvError("allocate env: the answer's data has no server_id")
                 session = ClusterSession(self, str(data["server_id"]), data, task, leases)
@@ -76,7 +80,7 @@ class ClusterEnv:
                     raise TaskRefused(f"allocate env: {describe(e.__cause__)}") from None
                 if status != 503 or time.monotonic() > deadline:
                     raise
-            pause(delay, budget.should_stop, budget.deadline)
+            await sleep(delay, budget.interrupt, budget.deadline)
             delay = min(delay * 1.5, 5.0)
 
 
@@ -92,18 +96,18 @@ class ClusterSession:
         instruction = data.get("instruction")
         self.instruction = instruction if isinstance(instruction, str) else None
 
-    def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> Response:
-        return with_retries(lambda: self.c._post(f"{path}/{self.server_id}", body, budget), self.c.s.retries,
-                            what, budget.should_stop, idempotent=idempotent, error=error, deadline=budget.deadline)
+    async def _call(self, what: str, path: str, body, budget: Budget, idempotent=True, error=EnvError) -> Response:
+        return await with_retries_async(lambda: self.c._post(f"{path}/{self.server_id}", body, budget),
+                                        self.c.s.retries, what, budget, idempotent=idempotent, error=error)
 
-    def observe(self, budget: Budget) -> Observation:
-        r = self._call("screenshot", "/server/execute", {"action": "screenshot"}, budget)
+    async def observe(self, budget: Budget) -> Observation:
+        r = await self._call("screenshot", "/server/execute", {"action": "screenshot"}, budget)
         if not r.content.startswith(SIGNATURE):
             raise EnvError(f"screenshot: env answered {r.headers.get('Content-Type')}, not a PNG")
         width, height = _image_size(r.content)
         return Observation(r.content, width, height)
 
-    def act(self, actions: list, budget: Budget, sent: list) -> StepResult:
+    async def act(self, actions: list, budget: Budget, sent: list) -> StepResult:
         """Run the actions, one request each; ActionRefused when the env rejects one as invalid.
 
         Each is retried only when the request never reached the env: repeating
@@ -113,7 +117,7 @@ class ClusterSession:
         for action in actions:
             sent.append(to_command(action))
             try:
-                r = self._call("execute", "/server/execute", {"action": sent[-1]}, budget, idempotent=False)
+                r = await self._call("execute", "/server/execute", {"action": sent[-1]}, budget, idempotent=False)
             except EnvError as e:
                 if _status(e) in REFUSED:
                     raise ActionRefused(describe(e.__cause__)) from None
@@ -122,9 +126,9 @@ class ClusterSession:
             done = done or bool(isinstance(data, dict) and data.get("done"))
         return StepResult(done=done)
 
-    def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation:
+    async def evaluate(self, budget: Budget, ended: str | None = None) -> Evaluation:
         """The ended episode's raw reward and score; a result that is not a finite number is the env's fault."""
-        r = self._call("evaluate", "/server/evaluate", self.task.evaluator, budget, error=EvalError)
+        r = await self._call("evaluate", "/server/evaluate", self.task.evaluator, budget, error=EvalError)
         data = _data(r, EvalError)
         result = data.get("result") if isinstance(data, dict) else None
         reward = data.get("reward", result) if isinstance(data, dict) else None
@@ -133,8 +137,8 @@ class ClusterSession:
                 raise EvalError(f"evaluate: {name} is not a finite number: {clip(str(value), 100)}")
         return Evaluation(float(reward), min(max(float(result), 0.0), 1.0))
 
-    def release(self, budget: Budget) -> None:
-        self._call("release", "/server/release", {}, budget)
+    async def release(self, budget: Budget) -> None:
+        await self._call("release", "/server/release", {}, budget)
         if self.leases is not None:
             self.leases.lease(released_record(self.c.base, self.server_id))
 
@@ -142,7 +146,7 @@ class ClusterSession:
 def release_env(server: str, env_id: str, token: str | None, budget: Budget) -> None:
     """Give back an env a lost runner held (leases.jsonl): the protocol's release, retried; EnvError."""
     try:
-        ClusterSession(ClusterEnv(EnvSettings(server, token)), env_id, {}, None).release(budget)
+        asyncio.run(ClusterSession(ClusterEnv(EnvSettings(server, token)), env_id, {}, None).release(budget))
     except EnvError as e:
         if _status(e) != 404:  # 404: the server no longer knows it (expired, or given back): nothing is held
             raise

@@ -1,11 +1,12 @@
 """The Model seam: anything that answers a conversation with text.
 
     Model.session(task_id, sample) -> ModelSession     one per episode
-    ModelSession.complete(messages, params) -> Reply
+    await ModelSession.complete(messages, params) -> Reply
     ModelSession.close()
 
 Per-episode sessions let a provider stick to one endpoint (prefix cache) or
-replay one trajectory. A model knows nothing about any agent family: the
+replay one trajectory. `complete` is a coroutine: episodes wait for answers
+on their runner's event loop (docs/design/runner-loop.md). A model knows nothing about any agent family: the
 agent hands it, in `params.answers`, what a model that does not think needs
 (a grammar, a random answer, a closing answer).
 
@@ -101,7 +102,7 @@ class Reply:
 
 
 class ModelSession(Protocol):
-    def complete(self, messages: list[dict], params: Params) -> Reply: ...
+    async def complete(self, messages: list[dict], params: Params) -> Reply: ...
     def close(self) -> None: ...
 
 

@@ -19,17 +19,17 @@ for and missing) is the server's failure, retried like a 500 (BadAnswer).
 A completion whose text does not parse is the agent's to judge.
 """
 
+import asyncio
 import itertools
 import json
 import math
 import re
-import threading
 
 import pybase64
 
 from .._util.diag import note
-from .._util.httpclient import BadAnswer, Client, HttpError, Response
-from .._util.retry import with_retries
+from .._util.httpclient import AsyncClient, BadAnswer, HttpError, Response
+from .._util.retry import with_retries_async
 from .._util.text import clip
 from ..config.fleet_file import FleetVersions
 from ..errors import ModelError
@@ -50,13 +50,13 @@ class OpenAIChat:
     def __init__(self, mcfg, api_key: str | None, router: Router | None = None, fleet_file=None):
         self.cfg = mcfg
         self.endpoints = [e.rstrip("/") for e in mcfg.endpoints]
-        self.http = Client(api_key)
+        self.http = AsyncClient(api_key)
         self.router = router or Router(len(self.endpoints))
         self.versions = FleetVersions(fleet_file) if fleet_file else None
         self.processors = ServerProcessors()
         self._rr = itertools.count()
         self._uuids: dict[str, bool] = {}   # endpoint -> whether it keeps images by uuid
-        self._probing = threading.Lock()
+        self._probes: dict[str, asyncio.Future] = {}  # endpoint -> its probe, while one runs
 
     @classmethod
     def from_config(cls, cfg, secrets: dict, router: Router | None) -> "OpenAIChat":
@@ -80,23 +80,31 @@ class OpenAIChat:
         table, entries = self.versions.table(), self.versions.entries()
         return (*table.get(endpoint, (None, None)), self.processors.of(entries.get(endpoint)))
 
-    def takes_uuids(self, endpoint: str, budget) -> bool:
+    async def takes_uuids(self, endpoint: str, budget) -> bool:
         """Whether to send images by uuid: `model.image_uuids`, or with "auto", whether the server is vLLM."""
-        if self.cfg.image_uuids is False:
-            return False
-        with self._probing:  # one probe per endpoint, however many episodes start at once
-            if endpoint not in self._uuids:
-                if self.cfg.image_uuids is True:
-                    self._uuids[endpoint] = True
-                    return True
-                try:
-                    r = self.http.get(f"{endpoint}/models", budget.timeout(self.cfg.timeout_s))
-                    models = r.json().get("data") if r.ok else None
-                except (HttpError, ValueError, AttributeError, RecursionError):
-                    return False  # ask again next time: the server may be starting
-                self._uuids[endpoint] = isinstance(models, list) and any(
-                    isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models)
+        if self.cfg.image_uuids != "auto":
+            return self.cfg.image_uuids
+        if endpoint in self._uuids:
             return self._uuids[endpoint]
+        probe = self._probes.get(endpoint)
+        if probe is None or probe.get_loop() is not asyncio.get_running_loop():
+            # One probe per endpoint, however many episodes start at once: the others await its answer.
+            probe = self._probes[endpoint] = asyncio.ensure_future(self._probe(endpoint, budget))
+        try:
+            return await asyncio.shield(probe)
+        finally:
+            if probe.done() and self._probes.get(endpoint) is probe:
+                del self._probes[endpoint]
+
+    async def _probe(self, endpoint: str, budget) -> bool:
+        try:
+            r = await self.http.get(f"{endpoint}/models", budget.timeout(self.cfg.timeout_s))
+            models = r.json().get("data") if r.ok else None
+        except (HttpError, ValueError, AttributeError, RecursionError):
+            return False  # ask again next time: the server may be starting
+        self._uuids[endpoint] = isinstance(models, list) and any(
+            isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models)
+        return self._uuids[endpoint]
 
     def stop_uuids(self, endpoint: str) -> None:
         if self._uuids.get(endpoint):
@@ -114,7 +122,7 @@ class _Session:
         self.held: set[str] = set()   # uuids of the images this episode's server has from us
         self.miss_streak = 0
 
-    def complete(self, messages: list[dict], params: Params) -> Reply:
+    async def complete(self, messages: list[dict], params: Params) -> Reply:
         errors = []
         if self.chat.cfg.routing == "round_robin":  # the baseline sticky routing is measured against
             self.chat.router.release(self.index)
@@ -125,9 +133,9 @@ class _Session:
             endpoint = self.chat.endpoints[self.index]
             try:
                 version, policy, processor = self.chat.version(endpoint)
-                reply = with_retries(lambda: self._post(endpoint, messages, params), self.chat.cfg.retries,
-                                     f"model {endpoint}", params.budget.should_stop, error=ModelError,
-                                     deadline=params.budget.deadline)
+                reply = await with_retries_async(lambda: self._post(endpoint, messages, params),
+                                                 self.chat.cfg.retries, f"model {endpoint}", params.budget,
+                                                 error=ModelError)
                 reply.endpoint, reply.model_version, reply.policy_version = endpoint, version, policy
                 if any(not isinstance(m["content"], str) and any(isinstance(p, Image) for p in m["content"])
                        for m in messages):
@@ -145,7 +153,7 @@ class _Session:
     def close(self) -> None:
         self.chat.router.release(self.index)
 
-    def _post(self, endpoint: str, messages: list[dict], params: Params) -> Reply:
+    async def _post(self, endpoint: str, messages: list[dict], params: Params) -> Reply:
         c = self.chat.cfg
         head = {"model": c.name, "temperature": c.temperature, "max_tokens": c.max_tokens}
         if c.guided and params.answers.grammar:
@@ -154,17 +162,20 @@ class _Session:
             head.update(logprobs=True, return_token_ids=True)
         elif c.record_logprobs:
             head.update(logprobs=True, return_tokens_as_token_ids=True)
-        uuids = self.chat.takes_uuids(endpoint, params.budget)
+        budget = params.budget
+        uuids = await self.chat.takes_uuids(endpoint, budget)
         http, url = self.chat.http, f"{endpoint}/chat/completions"
         images = [p.uuid for m in messages if not isinstance(m["content"], str)
                   for p in m["content"] if isinstance(p, Image)] if uuids else []
         by_uuid = self.held.intersection(images)
-        r = http.post(url, params.budget.timeout(c.timeout_s), data=_body(head, messages, uuids, by_uuid))
+        r = await http.post(url, budget.timeout(c.timeout_s), data=_body(head, messages, uuids, by_uuid),
+                            interrupt=budget.interrupt)
         if by_uuid and r.status == 400 and "Cache miss" in r.text:
             self.miss_streak += 1
             if self.miss_streak >= MAX_MISS_STREAK:
                 self.chat.stop_uuids(endpoint)
-            r = http.post(url, params.budget.timeout(c.timeout_s), data=_body(head, messages, uuids, set()))
+            r = await http.post(url, budget.timeout(c.timeout_s), data=_body(head, messages, uuids, set()),
+                                interrupt=budget.interrupt)
         elif by_uuid:
             self.miss_streak = 0
         r.raise_for_status()

@@ -25,7 +25,7 @@ class _Session:
     def __init__(self, key: str):
         self.key = key
 
-    def complete(self, messages: list[dict], params: Params) -> Reply:
+    async def complete(self, messages: list[dict], params: Params) -> Reply:
         if params.answers.random is None:
             raise ModelError("the random provider needs an agent that can draw random answers")
         # Seeded with the key's bytes, exactly as a str seed is, so a task id with a lone surrogate works too.

@@ -50,7 +50,7 @@ class _Session:
     def __init__(self, calls: dict[int, list[str]]):
         self.calls = calls
 
-    def complete(self, messages: list[dict], params: Params) -> Reply:
+    async def complete(self, messages: list[dict], params: Params) -> Reply:
         answers = self.calls.get(params.step)
         if answers:
             return Reply(answers.pop(0), "replay")

@@ -45,7 +45,7 @@ class _Session:
     def __init__(self, answers: list[str]):
         self.answers = answers
 
-    def complete(self, messages: list[dict], params: Params) -> Reply:
+    async def complete(self, messages: list[dict], params: Params) -> Reply:
         if params.step < len(self.answers):
             return Reply(self.answers[params.step], "script")
         nothing = params.answers.idle or params.answers.end

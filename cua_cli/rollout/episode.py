@@ -7,8 +7,12 @@ write through (a link planted in the run folder) is `runner_error` naming it;
 anything else is a bug in cua, logged with its traceback and recorded as
 `runner_error`. Every step that got an
 observation has its traj.jsonl line, however it ended.
+
+An episode is a coroutine on its runner's event loop: it waits on the env, the
+model and the run folder's writes (which a thread pool does, off the loop).
 """
 
+import asyncio
 import dataclasses
 import sys
 import time
@@ -18,14 +22,16 @@ from dataclasses import dataclass
 
 from .._util.budget import Budget
 from .._util.diag import warn
+from .._util.interrupt import Interrupt
 from ..agents import Agent, Turn
-from ..envs import Env
+from ..envs import AttemptFiles, Env
 from ..errors import Abandoned, ActionRefused, DesktopLimit, EpisodeEnd, Stopped, UnwritableRun
 from ..models import Model, by_file
 from ..runfolder import takeover
 from ..runfolder.records import PHASES, attempt_line, step_line, turn_fields
-from ..runfolder.writer import TrajWriter, traj_rel
+from ..runfolder.writer import traj_rel
 from ..tasks import Task
+from .writes import AttemptWriter
 
 MAX_ERROR_CHARS = 2000  # error text kept in records, cut only after secrets are masked
 HOLD_POLL_S = 0.25      # while a person holds the desktop: how often their wish is read again
@@ -62,23 +68,24 @@ class Phases:
 class Episode:
     item: dict           # the queue item: task, sample, attempt
     task: Task
-    traj: TrajWriter     # where the attempt's steps go: its folder, or a stream to the run's owner
+    traj: AttemptWriter  # where the attempt's steps go: its folder, or a stream to the run's owner
     env: Env
     model: Model
     agent: Agent
     limits: Limits
-    should_stop: object  # () -> bool
+    interrupt: Interrupt  # set when the run stops: wakes the episode's waits
     redact: object       # str -> str: masks secrets
     record_prompt: bool = False
 
-    def run_episode(self) -> dict:
+    async def run_episode(self) -> dict:
         """Play one attempt; always returns its episode line."""
-        budget = Budget(self.limits.step_timeout_s, time.monotonic() + self.limits.episode_timeout_s, self.should_stop)
+        budget = Budget(self.limits.step_timeout_s, time.monotonic() + self.limits.episode_timeout_s,
+                        self.interrupt.is_set, self.interrupt)
         self.phases = Phases()
-        return run_attempt(self.item, self.task, self.traj, self.env, budget, self.phases, self.redact,
-                           lambda session, rec: self._play(session, rec, self.traj, budget))
+        return await run_attempt(self.item, self.task, self.traj, self.env, budget, self.phases, self.redact,
+                                 lambda session, rec: self._play(session, rec, self.traj, budget))
 
-    def _play(self, session, rec: dict, traj: TrajWriter, budget: Budget) -> str:
+    async def _play(self, session, rec: dict, traj: AttemptWriter, budget: Budget) -> str:
         """Steps until the agent stops or a limit hits; returns the stop reason."""
         model = self.model.session(self.task.task_id, self.item["sample"])
         line = 0  # traj.jsonl's lines: the agent's steps and the spans a person held the desktop
@@ -88,11 +95,11 @@ class Episode:
                 if budget.should_stop():
                     raise Stopped()
                 if traj.takeover() == takeover.HOLD:  # a file read: a person asked for the desktop
-                    stop, budget = self._hold(line, session, traj, budget, rec)
+                    stop, budget = await self._hold(line, session, traj, budget, rec)
                     line += 1
                     if stop:
                         return stop
-                stop = self._step(line, session, agent, traj, budget, rec)
+                stop = await self._step(line, session, agent, traj, budget, rec)
                 line += 1
                 if stop:
                     return stop
@@ -100,14 +107,15 @@ class Episode:
         finally:
             model.close()
 
-    def _hold(self, step: int, session, traj: TrajWriter, budget: Budget, rec: dict) -> tuple[str | None, Budget]:
+    async def _hold(self, step: int, session, traj: AttemptWriter, budget: Budget,
+                    rec: dict) -> tuple[str | None, Budget]:
         """A person holds the desktop: the model is not asked and no deadline runs until they give it
         back (None) or end the episode (its stop reason). One traj.jsonl line, `actor: human`, with the
         screen they took over, stands for what they did; the budget goes on with the held time added."""
         t0, wall = time.monotonic(), time.time()
-        obs = session.observe(budget)
+        obs = await session.observe(budget)
         if obs.screenshot is not None:
-            obs.file = traj.screenshot(step, obs.screenshot)
+            obs.file = await traj.screenshot(step, obs.screenshot)
         line = step_line(step, wall, obs, actor="human")
         line["timings"]["env_s"] = round(time.monotonic() - t0, 4)
         rec["steps"] = step + 1
@@ -117,7 +125,7 @@ class Episode:
             while wish == takeover.HOLD:
                 if budget.should_stop():
                     raise Stopped()
-                time.sleep(HOLD_POLL_S)
+                await asyncio.sleep(HOLD_POLL_S)
                 wish = traj.takeover()
         finally:
             traj.holding(False)
@@ -125,37 +133,37 @@ class Episode:
             rec["held_s"] = round(rec.get("held_s", 0.0) + held, 3)
             rec["human_steps"] = rec.get("human_steps", 0) + 1
             line["action"] = [{"type": "takeover", "held_s": round(held, 3), "ended": wish}]
-            traj.step(line)
+            await traj.step(line)
         if wish == "abandon":
             raise Abandoned("a person who took the episode over abandoned it")
         return HUMAN_ENDS.get(wish), dataclasses.replace(budget, deadline=budget.deadline + held)
 
-    def _step(self, step: int, session, agent, traj: TrajWriter, budget: Budget, rec: dict) -> str | None:
+    async def _step(self, step: int, session, agent, traj: AttemptWriter, budget: Budget, rec: dict) -> str | None:
         """Observe, ask, act (asking again while the env refuses); the stop reason, or None to go on."""
         t0, wall = time.monotonic(), time.time()
-        obs = session.observe(budget)
+        obs = await session.observe(budget)
         if obs.screenshot is not None:
-            obs.file = traj.screenshot(step, obs.screenshot)
+            obs.file = await traj.screenshot(step, obs.screenshot)
         if obs.a11y_tree is not None:
-            obs.a11y_file = traj.a11y_tree(step, obs.a11y_tree)
+            obs.a11y_file = await traj.a11y_tree(step, obs.a11y_tree)
         line = step_line(step, wall, obs)
         timings = line["timings"]
         timings["env_s"] = time.monotonic() - t0
         rec["steps"] = step + 1
         turn, error = Turn(), None
         try:
-            agent.ask(obs, turn, budget)
+            await agent.ask(obs, turn, budget)
             while turn.error is None and turn.send:
                 t = time.monotonic()
                 try:
-                    result = session.act(turn.send, budget, turn.sent)
+                    result = await session.act(turn.send, budget, turn.sent)
                 except ActionRefused as e:
                     refusal = self._masked(str(e))
                 else:
                     return turn.stop or ("env_done" if result.done else None)
                 finally:
                     timings["act_s"] += time.monotonic() - t
-                agent.refused(turn, refusal, budget)
+                await agent.refused(turn, refusal, budget)
             return turn.stop
         except BaseException as e:
             error = self._masked(str(e) if isinstance(e, EpisodeEnd) else _last_line(e))
@@ -171,15 +179,15 @@ class Episode:
             timings.update((k, round(v, 4)) for k, v in timings.items())
             if self.record_prompt and turn.prompt is not None:
                 line["prompt"] = by_file(turn.prompt)
-            traj.step(line)
+            await traj.step(line)
 
     def _masked(self, text: str) -> str:
         return masked(self.redact, text)
 
 
-def run_attempt(item: dict, task: Task, traj: TrajWriter, env: Env, budget: Budget, phases: Phases, redact,
-                play) -> dict:
-    """An attempt's life: allocate an env, `play(session, rec) -> stop reason`, evaluate, release; its
+async def run_attempt(item: dict, task: Task, files: AttemptFiles, env: Env, budget: Budget, phases: Phases, redact,
+                      play) -> dict:
+    """An attempt's life: allocate an env, `await play(session, rec) -> stop reason`, evaluate, release; its
     episode line, however it ends. The budget's deadline runs from its allocation on."""
     rec = attempt_line(item, task, traj_rel(task.task_id, item["sample"], item["attempt"]))
     start = time.monotonic()
@@ -187,15 +195,15 @@ def run_attempt(item: dict, task: Task, traj: TrajWriter, env: Env, budget: Budg
     session = None
     try:
         with phases.timed("allocate_s"):
-            session = env.allocate(task, budget, traj)  # its leases go to the run folder
+            session = await env.allocate(task, budget, files)  # its leases go to the run folder
         setup = min(getattr(session, "setup_s", 0.0), phases.s["allocate_s"])
         phases.s["allocate_s"] -= setup
         phases.s["setup_s"] += setup
         rec["instruction"] = task.instruction or session.instruction or ""
-        rec["stop_reason"] = play(session, rec)
+        rec["stop_reason"] = await play(session, rec)
         # The episode has ended: neither a Ctrl-C nor the deadline may throw its score away now.
         with phases.timed("evaluate_s"):
-            result = session.evaluate(budget.unhurried(), rec["stop_reason"])
+            result = await session.evaluate(budget.unhurried(), rec["stop_reason"])
         rec.update(reward=result.reward, score=result.score, outcome="success" if result.score == 1.0 else "failure")
     except EpisodeEnd as e:
         rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
@@ -211,7 +219,7 @@ def run_attempt(item: dict, task: Task, traj: TrajWriter, env: Env, budget: Budg
         if session is not None:
             try:
                 with phases.timed("release_s"):
-                    session.release(budget.unhurried())
+                    await session.release(budget.unhurried())
             except (EpisodeEnd, UnwritableRun) as e:  # the latter: its lease's line, refused; the play stands
                 rec["release_error"] = masked(redact, str(e))
         rec["duration_s"] = round(time.monotonic() - start, 3)

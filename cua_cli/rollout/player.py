@@ -5,14 +5,15 @@ knows nothing of the queue or the run folder: it is handed a pair and the
 writer its steps go to, so it can play where the run folder is not.
 """
 
+from .._util.interrupt import Interrupt
 from .._util.redact import Redactor
 from ..agents import make_agent
 from ..config import Config
 from ..envs import make_env
 from ..models import make_model
-from ..runfolder.writer import TrajWriter
 from ..tasks import Task
 from .episode import Episode, Limits
+from .writes import AttemptWriter
 
 
 class Player:
@@ -24,7 +25,7 @@ class Player:
         self.redact = Redactor(secrets.values()).text
         self.record_prompt = cfg.model.record_prompt or cfg.model.record_tokens
 
-    def play(self, item: dict, task: Task, traj: TrajWriter, should_stop) -> dict:
-        """One attempt of a claimed pair; its episode line."""
-        return Episode(item, task, traj, self.env, self.model, self.agent, self.limits, should_stop, self.redact,
-                       self.record_prompt).run_episode()
+    async def play(self, item: dict, task: Task, traj: AttemptWriter, interrupt: Interrupt) -> dict:
+        """One attempt of a claimed pair, on the runner's event loop; its episode line."""
+        return await Episode(item, task, traj, self.env, self.model, self.agent, self.limits, interrupt,
+                             self.redact, self.record_prompt).run_episode()

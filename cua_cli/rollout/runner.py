@@ -1,23 +1,34 @@
-"""One runner: episode slots (threads) sharing one queue, wherever the backend runs it.
+"""One runner: episode slots on one event loop sharing one queue, wherever the backend runs it.
 
-Episodes spend their time waiting on HTTP, so threads carry the concurrency;
-a backend runs several runners to spread the CPU work. A slot claims a pair,
-plays it and files the result; a claim never outlives its slot's attempt.
+Episodes spend their time waiting on HTTP, so one loop carries thousands of
+them: each is a coroutine, and a slot is a number an attempt holds while it
+runs. A dispatcher claims a pair whenever a slot is free and starts its
+attempt; the queue's file work (claims, filing, heartbeats) runs in a thread
+of its own and the attempts' writes in a small pool (writes.py), so no disk
+wait holds the loop. A claim never outlives its attempt.
+docs/design/runner-loop.md tells the whole design.
 """
 
+import asyncio
 import os
+import resource
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .._util.diag import warn
+from .._util.interrupt import Interrupt
 from ..config import Config
 from ..errors import BadTask, UnwritableRun
 from ..runfolder.records import error_line
 from ..runfolder.writer import RunDir
 from ..tasks import task_from_dict
 from .player import Player
+from .writes import Writes
+
+STOP_POLL_S = 0.1  # how soon the loop sees its process told to stop
 
 
 @dataclass
@@ -42,45 +53,112 @@ class Runner:
 
     def run(self, stop: threading.Event) -> None:
         """Play pairs until the queue is done (or `stop` is set)."""
-        finished = threading.Event()
+        open_files_to_the_limit()
+        asyncio.run(self._run(stop))
 
-        def heartbeat():
-            while not finished.wait(self.cfg.runner.lease_ttl_s / 4):
-                self.queue.heartbeat()
-
-        threading.Thread(target=heartbeat, daemon=True).start()
-        slots = [threading.Thread(target=self._slot, args=(stop, lane_name(i))) for i in range(self.spec.slots)]
-        for t in slots:
-            t.start()
-        for t in slots:
-            t.join()
-        finished.set()
-
-    def _slot(self, stop, lane: str) -> None:
+    async def _run(self, stop: threading.Event) -> None:
+        self.interrupt = Interrupt()
+        self.woken = asyncio.Event()  # an attempt ended, or the run stops: the dispatcher looks again
+        self.queue_thread = ThreadPoolExecutor(1, thread_name_prefix="cua-queue")
+        self.writes = Writes()
+        helpers = [asyncio.ensure_future(c) for c in (self._watch(stop), self._heartbeat())]
         try:
-            self._play_pairs(stop, lane)
-        except UnwritableRun as e:  # the queue or episodes.jsonl: no pair can be filed, so the runner stops
-            if self.refused is None:  # said once, not by every slot that meets it on its way out
-                self.refused = str(e)
-                refused_stop(e)
-            stop.set()
+            await self._dispatch()
+        finally:
+            for h in helpers:
+                h.cancel()
+            self.writes.close()
+            self.queue_thread.shutdown()
 
-    def _play_pairs(self, stop, lane: str) -> None:
-        idle_since = time.monotonic()
+    async def _queue(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.queue_thread, fn, *args)
+
+    async def _watch(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            item = self.queue.claim()
-            if item is None:
-                if not self.spec.watch and self.idle.drained():
-                    return
-                self.idle.maybe_reclaim()
-                stop.wait(self.cfg.runner.poll_s)
+            await asyncio.sleep(STOP_POLL_S)
+        self._stop()
+
+    def _stop(self) -> None:
+        self.interrupt.set()
+        self.woken.set()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.runner.lease_ttl_s / 4)
+            await self._queue(self.queue.heartbeat)
+
+    async def _dispatch(self) -> None:
+        """Claim a pair whenever a slot is free and play it there, until the queue is done or the run stops;
+        then wait for the attempts still running (a stop ends them as interrupted)."""
+        now = time.monotonic()
+        free = [(i, now) for i in reversed(range(self.spec.slots))]  # (slot, free since)
+        running: set[asyncio.Future] = set()
+        while not self.interrupt.is_set():
+            if not free:
+                await self._woken()
                 continue
-            waited, task = time.monotonic() - idle_since, checked_task(self.queue, item)
-            if task is not None:
-                with self.folder.traj(item) as traj:
-                    rec = self.player.play(item, task, traj, stop.is_set)
-                file_attempt(self.queue, item, placed(rec, lane, waited))
-                idle_since = time.monotonic()
+            try:
+                item = await self._queue(self.queue.claim)
+                if item is None:
+                    if not self.spec.watch and await self._queue(self.queue.idle):  # nothing pending or claimed
+                        break
+                    await self._queue(self.idle.maybe_reclaim)
+                    await self._woken(self.cfg.runner.poll_s)
+                    continue
+                task = await self._queue(checked_task, self.queue, item)
+            except UnwritableRun as e:  # the queue's files: no pair can be claimed or filed
+                self._refuse(e)
+                break
+            if task is None:
+                continue
+            slot, since = free.pop()
+            attempt = asyncio.ensure_future(self._attempt(item, task, slot, time.monotonic() - since))
+            running.add(attempt)
+
+            def ended(a, slot=slot):
+                running.discard(a)
+                free.append((slot, time.monotonic()))
+                self.woken.set()
+            attempt.add_done_callback(ended)
+        if running:
+            await asyncio.wait(running)
+
+    async def _woken(self, timeout: float | None = None) -> None:
+        """Until an attempt ends (a slot is free, its pair may be pending again) or the run stops, or
+        `timeout` s pass."""
+        try:
+            await asyncio.wait_for(self.woken.wait(), timeout)
+        except TimeoutError:
+            pass
+        self.woken.clear()
+
+    async def _attempt(self, item: dict, task, slot: int, waited: float) -> None:
+        traj = self.folder.traj(item)
+        try:
+            rec = await self.player.play(item, task, self.writes.attempt(traj), self.interrupt)
+        finally:
+            traj.close()
+        try:
+            await self._queue(file_attempt, self.queue, item, placed(rec, lane_name(slot), waited))
+        except UnwritableRun as e:  # episodes.jsonl or the queue: no pair can be filed, so the runner stops
+            self._refuse(e)
+
+    def _refuse(self, e: UnwritableRun) -> None:
+        if self.refused is None:  # said once, not by every attempt that meets it on its way out
+            self.refused = str(e)
+            refused_stop(e)
+        self._stop()
+
+
+def open_files_to_the_limit() -> None:
+    """Every episode waiting on a server holds a connection: let this process open as many files as
+    the system lets it (the soft limit is often 1,024; the hard one far above)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass  # a hard limit the kernel caps lower (nr_open): keep the soft one
 
 
 def refused_stop(e: UnwritableRun) -> None:

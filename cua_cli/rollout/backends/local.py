@@ -1,7 +1,8 @@
 """The local backend: runner processes on this host.
 
 Processes spread the CPU work (HTTP, JSON, files) over the cores once there
-are many episode slots; each runs one Runner with its share of the slots.
+are many episode slots; each runs one Runner (one event loop) with its share
+of the slots.
 The main process supervises: it restarts a runner that died (its claims go
 back to the queue). Signal handlers only set flags; runners ignore the stop
 signals and stop when told, or when the rollout is gone.
@@ -25,14 +26,14 @@ from ..runner import Runner, RunnerSpec, refused_stop
 # the rollout stops rather than start it again (it would meet the same file).
 EXIT_REFUSED = UnwritableRun.exit_code
 
-# Episode slots one runner process carries well: at about 1 ms of CPU per step (issue 13's
-# benchmark), 256 slots of 1-second steps keep its one interpreter a quarter busy.
+# Episode slots worth a runner process of their own: waiting costs a loop nothing, but at about 1 ms
+# of CPU per step, 256 slots of 1-second steps keep one interpreter a quarter busy.
 SLOTS_PER_PROCESS = 256
 STOP_POLL_S = 0.2  # how soon a runner sees the stop flag or its parent's death
 
 
 def default_processes(num_envs: int) -> int:
-    """Enough processes for the slots, never more than the cores: threads carry the waiting."""
+    """Enough processes for the slots' CPU work, never more than the cores: the loops carry the waiting."""
     return max(1, min(os.cpu_count() or 1, math.ceil(num_envs / SLOTS_PER_PROCESS)))
 
 

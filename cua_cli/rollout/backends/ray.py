@@ -1,8 +1,9 @@
 """The Ray backend: runner actors on a Ray cluster; this process keeps the queue and the run folder.
 
-Each actor holds a Player and plays many pairs at once (threads). This
-process (the driver) claims a pair on an actor's behalf and holds its lease;
-the actor streams each step back as it happens, its screenshot and its line,
+Each actor holds a Player and plays many pairs at once (an async actor: its
+episodes share its event loop, as a local runner's do). This process (the
+driver) claims a pair on an actor's behalf and holds its lease; the actor
+streams each step back as it happens, its screenshot and its line,
 through a Ray streaming generator, and the driver writes them into the run
 folder just as a local runner would, then files the attempt. Screenshots
 travel in pieces small enough for Ray to hand them to the driver directly,
@@ -14,15 +15,16 @@ Actors need no shared file system: the driver also hands them the fleet
 file's model versions whenever it changes.
 """
 
+import asyncio
 import math
 import os
-import queue
 import signal
 import socket
 import threading
 import time
 from urllib.parse import urlsplit
 
+from ..._util.interrupt import Interrupt
 from ..._util.redact import Redactor
 from ...config.fleet_file import FleetVersions
 from ...errors import InputError, UnwritableRun
@@ -32,7 +34,7 @@ from ...runfolder.writer import VIDEO, a11y_tree_name, screenshot_name, traj_rel
 from ...tasks import task_from_dict
 from ..leftovers import release_leftovers
 from ..player import Player
-from ..runner import IdleSlots, checked_task, file_attempt, placed, refused_stop
+from ..runner import IdleSlots, checked_task, file_attempt, open_files_to_the_limit, placed, refused_stop
 
 # Ray hands a return value of up to 100 KiB straight to its caller; larger ones go through the
 # object store of the producing node and are pulled to the driver's: 4x the driver's CPU here.
@@ -73,31 +75,35 @@ class _Secrets(dict):
 
 
 class _Stream:
-    """A TrajWriter for an actor: each step goes to the driver as one message, its line with its
-    screenshot and accessibility tree."""
+    """An AttemptWriter for an actor: each step goes to the driver as one message, its line with its
+    screenshot and accessibility tree. Leases and videos may come from a blocking env's thread: every
+    message goes through the loop, in the order it was put."""
 
-    def __init__(self, out: queue.Queue):
-        self.out = out
+    def __init__(self, out: asyncio.Queue, loop: asyncio.AbstractEventLoop):
+        self.out, self.loop = out, loop
         self.shot = self.tree = None
 
-    def screenshot(self, step: int, png: bytes) -> str:
+    def _put(self, message: tuple) -> None:
+        self.loop.call_soon_threadsafe(self.out.put_nowait, message)
+
+    async def screenshot(self, step: int, png: bytes) -> str:
         self.shot = (step, png)  # the episode writes the step's line next, however the step ends
         return screenshot_name(step)
 
-    def a11y_tree(self, step: int, xml: str) -> str:
+    async def a11y_tree(self, step: int, xml: str) -> str:
         self.tree = xml.encode()
         return a11y_tree_name(step)
 
-    def step(self, record: dict) -> None:
-        self.out.put(("step", record, self.shot, self.tree))
+    async def step(self, record: dict) -> None:
+        self._put(("step", record, self.shot, self.tree))
         self.shot = self.tree = None
 
     def video(self, mp4: bytes) -> str:
-        self.out.put(("video", mp4))
+        self._put(("video", mp4))
         return VIDEO
 
     def lease(self, record: dict) -> None:
-        self.out.put(("lease", record))
+        self._put(("lease", record))
 
     def takeover(self) -> None:
         return None  # the attempt's folder is on the driver's host: a person takes over local runners only
@@ -191,46 +197,49 @@ def _not_a_gcs(address: str) -> str | None:
 
 
 class RunnerActor:
-    """Plays pairs the driver hands it, streaming their steps back (a Ray actor, threaded)."""
+    """Plays pairs the driver hands it, streaming their steps back (a Ray async actor: every method runs
+    on its event loop, but ping, which has a loop of its own)."""
 
     def __init__(self, cfg, env_url: str, secrets: dict, router, versions: tuple | None):
         self.player = Player(cfg, env_url, secrets, router)
         self.versions = _PushedVersions(versions or ({}, {}))
         if versions is not None:
             self.player.model.versions = self.versions
-        self.stop = threading.Event()
+        self.interrupt = Interrupt()
         self.urls = {"env.url": env_url, **{f"model.endpoints[{i}]": e for i, e in enumerate(model_servers(cfg))}}
 
-    def ready(self) -> tuple[str, list[str]]:
+    async def ready(self) -> tuple[str, list[str]]:
         """This actor's node address, and the servers it cannot reach."""
         import ray
-        return ray.util.get_node_ip_address(), _unreachable(self.urls)
+        open_files_to_the_limit()
+        return ray.util.get_node_ip_address(), await asyncio.to_thread(_unreachable, self.urls)
 
-    def ping(self) -> bool:
-        """An answer, from a thread of its own (concurrency group "probe"), however busy the actor is."""
+    async def ping(self) -> bool:
+        """An answer, from a loop of its own (concurrency group "probe"), however busy the actor is."""
         return True
 
-    def set_versions(self, pushed: tuple[dict, dict]) -> None:
+    async def set_versions(self, pushed: tuple[dict, dict]) -> None:
         self.versions.current = pushed
 
-    def request_stop(self) -> None:
-        self.stop.set()
+    async def request_stop(self) -> None:
+        self.interrupt.set()
 
-    def play(self, item: dict):
+    async def play(self, item: dict):
         """Stream one attempt: per step, its screenshot in pieces ("png", bytes) and its accessibility
         tree in pieces ("a11y", bytes) when it has one (its line names the file), then ("step", line,
         the screenshot's step or None); ("lease", record) for each env it takes or gives back; the
         episode's video in pieces ("mp4", bytes), then ("video",); at the end ("end", episode line). A piece and a step's line stay apart: together they could outgrow
         what Ray hands over directly, and an object left in a dead node's store can never be read."""
-        out: queue.Queue = queue.Queue()
+        out: asyncio.Queue = asyncio.Queue()
         task = task_from_dict(item)  # checked by the driver before it sent the pair
+        stream = _Stream(out, asyncio.get_running_loop())
 
-        def run():
-            out.put(("end", self.player.play(item, task, _Stream(out), self.stop.is_set)))
+        async def run():
+            stream._put(("end", await self.player.play(item, task, stream, self.interrupt)))
 
-        threading.Thread(target=run, daemon=True).start()
+        episode = asyncio.ensure_future(run())
         while True:
-            message = out.get()
+            message = await out.get()
             if message[0] == "step":
                 _, line, shot, tree = message
                 for kind, data in (("png", shot[1] if shot else b""), ("a11y", tree or b"")):
@@ -243,6 +252,7 @@ class RunnerActor:
                 message = ("video",)
             yield message
             if message[0] == "end":
+                await episode  # ended with that message: the loop holds a task only weakly until then
                 return
 
 
