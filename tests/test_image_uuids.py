@@ -175,7 +175,7 @@ def test_a_server_that_keeps_no_images_is_sent_every_image_after_two_misses(vllm
 def test_request_bodies_are_json_whatever_the_text(parts, role, by_uuid, uuids):
     messages = [{"role": role, "content": "x"}, {"role": "user", "content": [
         p if isinstance(p, Image) else {"type": "text", "text": p} for p in parts]}]
-    body = json.loads(_body({"model": "m", "max_tokens": 1}, messages, uuids, by_uuid))
+    body = json.loads(b"".join(_body({"model": "m", "max_tokens": 1}, messages, uuids, by_uuid)))
     assert body["model"] == "m" and body["messages"][0] == {"role": role, "content": "x"}
     for want, got in zip(parts, body["messages"][1]["content"]):
         if not isinstance(want, Image):

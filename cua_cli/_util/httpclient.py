@@ -48,6 +48,7 @@ MAX_HEAD = 64 * 1024          # status line and headers
 MAX_BODY = 256 * 1024 * 1024  # no answer cua reads is anywhere near this
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%?"  # what may stay as is in a request target
 SMALL_BODY = 16 * 1024        # sent in one write with the head; a larger one is not copied to join it
+FRESH_S = 0.05                # an idle connection younger than this is reused without a poll
 
 
 class HttpError(Exception):
@@ -114,9 +115,9 @@ def _auth(token: str | None, basic: tuple[str, str] | None) -> str:
     return f"Authorization: Bearer {token}\r\n" if token else ""
 
 
-def _prepare(method: str, url: str, auth: str, json, data: bytes | None, params: dict | None,
+def _prepare(method: str, url: str, auth: str, json, data: bytes | list[bytes] | None, params: dict | None,
              content_type: str) -> tuple:
-    """(the URL split, the request's head, its body)."""
+    """(the URL split, the request's head, its body: bytes, or the list of pieces it was given in)."""
     u = urlsplit(url)
     target = quote(u.path or "/", safe=_PATH_SAFE) + (f"?{quote(u.query, safe=_PATH_SAFE)}" if u.query else "")
     if params:
@@ -126,8 +127,9 @@ def _prepare(method: str, url: str, auth: str, json, data: bytes | None, params:
     body = data or b""
     if any(c in content_type for c in "\r\n"):
         raise ValueError("a content type must be one line")
+    length = len(body) if isinstance(body, bytes) else sum(map(len, body))
     head = (f"{method} {target} HTTP/1.1\r\nHost: {u.netloc}\r\n{auth}"
-            f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n")
+            f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n")
     if not head.isascii():  # only the host can be: the target is percent-encoded
         raise Unreachable(f"cannot address {u.netloc!r}: not an ASCII host name")
     return u, head.encode("ascii"), body
@@ -381,14 +383,15 @@ class AsyncClient:
                   interrupt: Interrupt | None = None) -> Response:
         return await self.request("GET", url, timeout, params=params, interrupt=interrupt)
 
-    async def post(self, url: str, timeout: float, json=None, data: bytes | None = None,
+    async def post(self, url: str, timeout: float, json=None, data: bytes | list[bytes] | None = None,
                    interrupt: Interrupt | None = None) -> Response:
         return await self.request("POST", url, timeout, json=json, data=data, interrupt=interrupt)
 
-    async def request(self, method: str, url: str, timeout: float, json=None, data: bytes | None = None,
+    async def request(self, method: str, url: str, timeout: float, json=None, data: bytes | list[bytes] | None = None,
                       params: dict | None = None, content_type: str = "application/json",
                       interrupt: Interrupt | None = None) -> Response:
-        """As Client.request; errors.Stopped once `interrupt` is set."""
+        """As Client.request; `data` may also be a list of pieces, sent as they are, never joined (a
+        large body's copy saved). errors.Stopped once `interrupt` is set."""
         u, head, body = _prepare(method, url, self.auth, json, data, params, content_type)
         deadline = time.monotonic() + timeout
         key = (u.scheme, u.hostname, u.port)
@@ -405,6 +408,7 @@ class AsyncClient:
                 raise NoAnswer(f"connection lost ({type(e).__name__})") from None
             raise  # Stopped, or the task cancelled
         if keep and not link.buf and not link.closed:
+            link.idle_since = time.monotonic()
             self._idle.setdefault(key, []).append(link)
         else:
             link.close()
@@ -441,6 +445,8 @@ class _Link(_Reader, asyncio.Protocol):
         self.closed = False
         self.reading = None   # the reader's generator while an answer is awaited
         self.answered: asyncio.Future | None = None
+        self.poll = None      # of its socket, for a close unseen while it was idle
+        self.idle_since = 0.0
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -467,12 +473,16 @@ class _Link(_Reader, asyncio.Protocol):
 
     def usable(self) -> bool:
         """Open, and not closed by the server while idle: its close may still wait in the socket, unseen by
-        the loop (a request queued behind others), as may bytes nobody asked for."""
+        the loop (a request queued behind others), as may bytes nobody asked for. A connection idle for a
+        moment only is taken as it is: no server closes one that soon (the poll is a system call)."""
         if self.closed:
             return False
-        poll = select.poll()
-        poll.register(self.transport.get_extra_info("socket").fileno(), select.POLLIN)
-        return not poll.poll(0)
+        if time.monotonic() - self.idle_since < FRESH_S:
+            return True
+        if self.poll is None:
+            self.poll = select.poll()
+            self.poll.register(self.transport.get_extra_info("socket").fileno(), select.POLLIN)
+        return not self.poll.poll(0)
 
     def close(self) -> None:
         self.closed = True
@@ -480,17 +490,20 @@ class _Link(_Reader, asyncio.Protocol):
             self.reading.close()
             self.reading = None
         if self.transport is not None:
-            self.transport.close()
+            try:
+                self.transport.close()
+            except RuntimeError:  # its loop has closed (a client used by one asyncio.run, then another)
+                pass
 
-    async def exchange(self, head: bytes, body: bytes, deadline: float, interrupt: Interrupt | None) -> tuple:
+    async def exchange(self, head: bytes, body: bytes | list[bytes], deadline: float,
+                       interrupt: Interrupt | None) -> tuple:
         """Send the request; the answer as the reader returns it."""
         self.reading, self.answered = self.answer(), self.loop.create_future()
         next(self.reading)
-        if len(body) < SMALL_BODY:
-            self.transport.write(head + body)  # one packet
-        else:  # no copy of a large body: the transport sends what it can at once and keeps the rest
-            self.transport.write(head)
-            self.transport.write(body)
+        if isinstance(body, bytes) and len(body) < SMALL_BODY:
+            self.transport.write(head + body)
+        else:  # no copy of a large body: pieces go out together as they are (uvloop: one writev)
+            self.transport.writelines([head, body] if isinstance(body, bytes) else [head, *body])
         return await wait(self.answered, deadline, interrupt)
 
     def _feed(self, data: bytes) -> None:

@@ -187,12 +187,13 @@ class _Session:
         return reply
 
 
-def _body(head: dict, messages: list[dict], uuids: bool, by_uuid: set[str]) -> bytes:
-    """The request body as JSON bytes: images as base64 PNG data URLs, with their uuid when `uuids`,
+def _body(head: dict, messages: list[dict], uuids: bool, by_uuid: set[str]) -> list[bytes]:
+    """The request body as pieces of JSON: images as base64 PNG data URLs, with their uuid when `uuids`,
     and as the uuid alone for those in `by_uuid`.
 
-    Built from pieces so the large base64 texts are never escaped or copied
-    by a JSON encoder (base64 needs no escaping).
+    Pieces, so the large base64 texts are never escaped or copied by a JSON
+    encoder (base64 needs no escaping), nor joined: the client sends them as
+    they are.
     """
     parts = [_dumps(head)[:-1], b',"messages":[']
     for i, m in enumerate(messages):
@@ -217,7 +218,7 @@ def _body(head: dict, messages: list[dict], uuids: bool, by_uuid: set[str]) -> b
                 parts += [b'"image_url":{"url":"data:image/png;base64,', data, b'"}}']
         parts.append(b"]}")
     parts.append(b"]}")
-    return b"".join(parts)
+    return parts
 
 
 def _dumps(obj) -> bytes:

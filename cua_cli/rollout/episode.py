@@ -115,7 +115,7 @@ class Episode:
         t0, wall = time.monotonic(), time.time()
         obs = await session.observe(budget)
         if obs.screenshot is not None:
-            obs.file = await traj.screenshot(step, obs.screenshot)
+            obs.file = traj.screenshot(step, obs.screenshot)
         line = step_line(step, wall, obs, actor="human")
         line["timings"]["env_s"] = round(time.monotonic() - t0, 4)
         rec["steps"] = step + 1
@@ -143,9 +143,9 @@ class Episode:
         t0, wall = time.monotonic(), time.time()
         obs = await session.observe(budget)
         if obs.screenshot is not None:
-            obs.file = await traj.screenshot(step, obs.screenshot)
+            obs.file = traj.screenshot(step, obs.screenshot)
         if obs.a11y_tree is not None:
-            obs.a11y_file = await traj.a11y_tree(step, obs.a11y_tree)
+            obs.a11y_file = traj.a11y_tree(step, obs.a11y_tree)
         line = step_line(step, wall, obs)
         timings = line["timings"]
         timings["env_s"] = time.monotonic() - t0

@@ -10,16 +10,18 @@ docs/design/runner-loop.md tells the whole design.
 """
 
 import asyncio
+import gc
 import os
 import resource
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .._util.diag import warn
+from .._util.event_loop import loop_factory
 from .._util.interrupt import Interrupt
+from .._util.workers import Workers
 from ..config import Config
 from ..errors import BadTask, UnwritableRun
 from ..runfolder.records import error_line
@@ -54,12 +56,14 @@ class Runner:
     def run(self, stop: threading.Event) -> None:
         """Play pairs until the queue is done (or `stop` is set)."""
         open_files_to_the_limit()
-        asyncio.run(self._run(stop))
+        gc.freeze()  # what was built before the loop lives as long as it: collections skip it
+        with asyncio.Runner(loop_factory=loop_factory()) as loop:
+            loop.run(self._run(stop))
 
     async def _run(self, stop: threading.Event) -> None:
         self.interrupt = Interrupt()
         self.woken = asyncio.Event()  # an attempt ended, or the run stops: the dispatcher looks again
-        self.queue_thread = ThreadPoolExecutor(1, thread_name_prefix="cua-queue")
+        self.queue_thread = Workers(1, "cua-queue")
         self.writes = Writes()
         helpers = [asyncio.ensure_future(c) for c in (self._watch(stop), self._heartbeat())]
         try:
@@ -68,10 +72,10 @@ class Runner:
             for h in helpers:
                 h.cancel()
             self.writes.close()
-            self.queue_thread.shutdown()
+            self.queue_thread.close()
 
     async def _queue(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.queue_thread, fn, *args)
+        return await self.queue_thread.run(fn, *args)
 
     async def _watch(self, stop: threading.Event) -> None:
         while not stop.is_set():

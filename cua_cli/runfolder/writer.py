@@ -155,7 +155,10 @@ class TrajWriter:
             os.close(fd)
         return name
 
-    def step(self, record: dict) -> None:
+    def step(self, record: dict, files: list[tuple[str, bytes]] = ()) -> None:
+        """The step's line in traj.jsonl, after the files it names ((name, bytes) each) are written."""
+        for name, data in files:
+            self._file(name, data)
         append_line("traj.jsonl", record, dir_fd=self._folder_fd(), shown=self.dir / "traj.jsonl")
 
     def takeover(self) -> str | None:

@@ -86,11 +86,11 @@ class _Stream:
     def _put(self, message: tuple) -> None:
         self.loop.call_soon_threadsafe(self.out.put_nowait, message)
 
-    async def screenshot(self, step: int, png: bytes) -> str:
+    def screenshot(self, step: int, png: bytes) -> str:
         self.shot = (step, png)  # the episode writes the step's line next, however the step ends
         return screenshot_name(step)
 
-    async def a11y_tree(self, step: int, xml: str) -> str:
+    def a11y_tree(self, step: int, xml: str) -> str:
         self.tree = xml.encode()
         return a11y_tree_name(step)
 
