@@ -158,28 +158,55 @@ def test_a_signal_during_set_up_ends_the_run_before_any_episode(tmp_path, env_ur
     _finish_and_check(cfg, run, env_url, 8)
 
 
-@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
-def test_episodes_that_do_not_end_after_one_signal_are_stopped_after_a_grace(tmp_path):
-    """An env that holds every action: one SIGTERM still ends the run, the pairs go back uncounted."""
+def _held_rollout(tmp_path, held: str, code: int = 143):
+    """A rollout through a proxy that holds every `held` request ("action" or "allocation"), stopped by one
+    SIGTERM once two are held; (the run, cua's stderr, the env server's URL, its config), the server still up."""
     from helpers.faultproxy import FaultProxy
 
     # Runners stopped at once cannot release their envs: the env server's idle timeout does.
     server, env_url = start_env_server(max_envs=3, token_env=UNSET_TOKEN_ENV, idle_timeout_s=5)
-    hold = lambda m, path, body: "hang" if b'"screenshot"' not in body and "execute" in path else "pass"  # noqa: E731
-    with FaultProxy(env_url, hold, hang_s=3600) as proxy:
+    action = lambda path, body: "execute" in path and b'"screenshot"' not in body  # noqa: E731
+    holds = {"action": action, "allocation": lambda path, body: "getAvailableAndLock" in path}[held]
+    with FaultProxy(env_url, lambda m, path, body: "hang" if holds(path, body) else "pass", hang_s=3600) as proxy:
         cfg = _config(tmp_path, proxy.url, seeds=1)
-        p = _start(cfg, "--set", "runner.step_timeout_s=3600", "--set", "runner.episode_timeout_s=7200")
+        p = _start(cfg, "--set", "runner.step_timeout_s=3600", "--set", "runner.episode_timeout_s=7200",
+                   "--set", "env.timeout_s=3600")
         try:
-            wait_for(lambda: proxy.faults["hang"] >= 2, ENDS_WITHIN_S, "actions held by the env")
+            wait_for(lambda: proxy.faults["hang"] >= 2, ENDS_WITHIN_S, f"{held}s held by the env")
             signal_group(p, signal.SIGTERM)
-            run, _, err = _stop_and_check(p, tmp_path, env_url, 143)
+            run, _, err = _stop_and_check(p, tmp_path, env_url, code)
         finally:
             kill_group(p)
+    cfg.write_text(cfg.read_text().replace(proxy.url, env_url))
+    return run, err, server, env_url, cfg
+
+
+@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
+def test_episodes_waiting_on_a_held_action_end_at_once_on_one_signal_and_give_their_envs_back(tmp_path):
+    """The stop wakes the waits of the runners' event loop: an answer the env will never send is not waited
+    for, the episodes end as interrupted within the grace, and their envs are released."""
+    run, err, server, env_url, cfg = _held_rollout(tmp_path, "action")
+    try:
+        assert "stopping now" not in err
+        lines = read_lines(run / "episodes.jsonl")
+        assert len(lines) == 2 and {e["stop_reason"] for e in lines} == {"interrupted"}
+        assert _held_envs(env_url) == [] and still_held(run) == []
+        pending = [json.loads(f.read_text()) for f in (run / "queue" / "pending").glob("*.json")]
+        assert len(pending) == 2 and all(item["errors"] == 0 for item in pending), "stopped by us, not counted"
+        _finish_and_check(cfg, run, env_url, 2)
+    finally:
+        stop_env_server(server)
+
+
+@pytest.mark.slow  # whole rollouts on real MiniWoB++ (Chromium) in child processes
+def test_episodes_that_do_not_end_after_one_signal_are_stopped_after_a_grace(tmp_path):
+    """An allocation is never cut short (the env it locks would be lost): episodes waiting on allocations the
+    env holds do not end after one SIGTERM, so the grace ends the run, and the pairs go back uncounted."""
+    run, err, server, env_url, cfg = _held_rollout(tmp_path, "allocation")
     try:
         assert "stopping now" in err
         pending = [json.loads(f.read_text()) for f in (run / "queue" / "pending").glob("*.json")]
         assert len(pending) == 2 and all(item["errors"] == 0 for item in pending), "stopped by us, not counted"
-        cfg.write_text(cfg.read_text().replace(proxy.url, env_url))
         _finish_and_check(cfg, run, env_url, 2)
     finally:
         stop_env_server(server)

@@ -127,8 +127,8 @@ class InThreads:
         self.env = env
         self.pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="cua-env")
 
-    async def allocate(self, task: Task, budget: Budget, files: AttemptFiles | None = None) -> SessionInThreads:
-        return SessionInThreads(await self.run(self.env.allocate, task, budget, files), self)
+    async def allocate(self, task: Task, budget: Budget, *files: AttemptFiles) -> SessionInThreads:
+        return SessionInThreads(await self.run(self.env.allocate, task, budget, *files), self)
 
     async def run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)

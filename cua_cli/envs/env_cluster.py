@@ -51,9 +51,9 @@ class ClusterEnv:
         e = cfg.env
         return cls(EnvSettings(url, secrets.get("env"), e.os, e.timeout_s, e.retries, e.allocate_wait_s))
 
-    async def _post(self, path: str, body, budget: Budget) -> Response:
+    async def _post(self, path: str, body, budget: Budget, interruptible: bool = True) -> Response:
         r = await self.http.post(f"{self.base}{path}", budget.timeout(self.s.timeout_s), json=body,
-                                 interrupt=budget.interrupt)
+                                 interrupt=budget.interrupt if interruptible else None)
         r.raise_for_status()
         return r
 
@@ -64,9 +64,11 @@ class ClusterEnv:
         delay = 0.5
         while True:
             try:
+                # Never cut short by a stop: an env the server locked for an answer nobody read would be
+                # held until the server's own idle timeout (a stop still ends the waits between tries).
                 data = _data(await with_retries_async(
-                    lambda: self._post("/server/getAvailableAndLock", body, budget), self.s.retries, "allocate env",
-                    budget, error=EnvError))
+                    lambda: self._post("/server/getAvailableAndLock", body, budget, interruptible=False),
+                    self.s.retries, "allocate env", budget, error=EnvError))
                 if not isinstance(data, dict) or not isinstance(data.get("server_id"), (str, int)):
                     raise EnvError("allocate env: the answer's data has no server_id")
                 session = ClusterSession(self, str(data["server_id"]), data, task, leases)
