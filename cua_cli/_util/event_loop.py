@@ -1,7 +1,8 @@
 """The event loop runners carry their episodes on: uvloop's (libuv's) where it is installed, else asyncio's.
 
-Measured with scripts/bench_rollout.py (docs/design/benchmarks.md), uvloop spends less CPU per step on
-the loop and its sockets' transports; both keep asyncio's API, so nothing else depends on which it is.
+uvloop's loop and socket transports are C, and it comes with vLLM; it is no dependency of cua's, and
+both keep asyncio's API, so nothing else depends on which runs. (Its own share of a step's CPU is not
+yet told apart in scripts/bench_rollout.py: docs/design/runner-loop.md.)
 """
 
 import asyncio
