@@ -275,10 +275,17 @@ def main():
     if baseline:
         vars(args).update(baseline["setting"])
     args.episodes = args.episodes or 4 * args.envs
-    runs = []
-    for _ in range(args.repeat):
-        runs.append(one_run(args))
-        print(tabulate(runs[-1]["table"], tablefmt="simple_outline"), flush=True)
+    runs, folders = [], []
+    try:
+        for _ in range(args.repeat):
+            runs.append(one_run(args, folders))
+            print(tabulate(runs[-1]["table"], tablefmt="simple_outline"), flush=True)
+    finally:
+        # Only once the last run has ended: on ext4 without a journal (this machine's root), a file
+        # created within 60-300 s of many deletions nearby pays for walking past each of them, so a
+        # run after a deletion measures the deletion (docs/design/benchmarks.md).
+        for work in [] if args.keep else folders:
+            shutil.rmtree(work, ignore_errors=True)
     cpu = statistics.median(r["cpu_ms"] for r in runs)
     if baseline:
         base, low, high = statistics.median(baseline["cpu_ms"]), min(baseline["cpu_ms"]), max(baseline["cpu_ms"])
@@ -297,8 +304,8 @@ def main():
             "load": [r["load"] for r in runs]}, indent=2) + "\n")
 
 
-def one_run(args) -> dict:
-    """One rollout against fresh stand-ins: its figures, and their table."""
+def one_run(args, folders: list[Path]) -> dict:
+    """One rollout against fresh stand-ins: its figures, and their table. Its run folder joins `folders`."""
     # Each stand-in in its own process, so it never competes with cua (or the other) for a GIL.
     servers, ports = [], {}
     setting = [f"--size={args.size}", f"--png-kb={args.png_kb}", f"--env-delay={args.env_delay}",
@@ -310,8 +317,9 @@ def one_run(args) -> dict:
         ports[role] = int(p.stdout.readline())
     env_url, model_url = (f"http://127.0.0.1:{ports[r]}" for r in ("env", "model"))
 
-    # ~10 GB of screenshots at 1,024 episodes, removed afterwards
+    # ~10 GB of screenshots at 1,024 episodes, removed after the last run
     work = Path(tempfile.mkdtemp(prefix="cua-bench-", dir=args.dir))
+    folders.append(work)
     cluster = None
     if args.backend == "ray":
         from ray.cluster_utils import Cluster
@@ -327,8 +335,6 @@ def one_run(args) -> dict:
             cluster.shutdown()
         for p in servers:
             os.killpg(p.pid, 15)
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def run_bench(args, episodes: int, work: Path, env_url: str, model_url: str, ray_address: str | None,

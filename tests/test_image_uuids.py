@@ -34,13 +34,13 @@ def _png(seed: int) -> bytes:
 SHOTS = [Image(_png(i), f"step_{i:04d}.png") for i in range(3)]
 
 
-def _history(n: int) -> list[dict]:
+def _history(n: int, shots=SHOTS) -> list[dict]:
     """A UI-TARS-like conversation after n screenshots: each one joins, none leaves."""
     messages = [{"role": "user", "content": "Click the button."}]
     for i in range(n):
         if i:
             messages.append({"role": "assistant", "content": "Thought: look.\nAction: wait()"})
-        messages.append({"role": "user", "content": [SHOTS[i]]})
+        messages.append({"role": "user", "content": [shots[i]]})
     return messages
 
 
@@ -51,8 +51,8 @@ def _model(tmp_path, endpoints, name, **extra):
     return make_model(load_config(str(path)), {})
 
 
-def _ask(session, n: int) -> str:
-    return asyncio.run(session.complete(_history(n), Params(n, Budget(120.0)))).text
+def _ask(session, n: int, shots=SHOTS) -> str:
+    return asyncio.run(session.complete(_history(n, shots), Params(n, Budget(120.0)))).text
 
 
 class Recorder:
@@ -108,11 +108,16 @@ def test_a_restarted_server_gets_the_images_again_without_an_error(vllm, referen
     rec = Recorder()
     with FaultProxy(url, rec) as proxy:
         session = _model(tmp_path, [f"{proxy.url}/v1"], name).session("t", 0)
-        assert _ask(session, 1) == reference[0]
+        # Screenshots as a rollout's are: with their files, so the session lets go of their bytes once sent.
+        for shot in SHOTS[:2]:
+            (tmp_path / shot.file).write_bytes(shot.png)
+        shots = [Image(s.png, s.file, (tmp_path / s.file).read_bytes) for s in SHOTS[:2]]
+        assert _ask(session, 1, shots) == reference[0]
+        assert shots[0].png is None and shots[0].uuid == SHOTS[0].uuid
         model_dir = json.loads(fleet.read_text())["servers"][0]["model"]
         r = run_cua("models", "--fleet", str(fleet), "reload", model_dir, timeout=600)  # a real restart
         assert r.returncode == 0, r.stdout + r.stderr
-        assert _ask(session, 2) == reference[1]  # the cache miss cost a resend, not the step
+        assert _ask(session, 2, shots) == reference[1]  # the cache miss cost a resend (read back), not the step
     # The uuid-only request was refused (the restarted server has no images), then sent again whole.
     assert [_images(b) for b in rec.bodies[1:]] == [[(SHOTS[0].uuid, False), (SHOTS[1].uuid, True)],
                                                      [(SHOTS[0].uuid, True), (SHOTS[1].uuid, True)]]

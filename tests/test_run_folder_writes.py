@@ -12,7 +12,10 @@ A run folder is data that other hands can change: a file of it replaced by a lin
   out stops the rollout (exit 2, naming it) with the pair still claimed, so a --resume plays it.
 """
 
+import asyncio
+import ctypes
 import json
+import mmap
 import os
 import time
 from pathlib import Path
@@ -22,11 +25,13 @@ from helpers.agentgym_standins import AgentGymStandIn
 from helpers.cli import run_cua
 from helpers.hostile import SECRET, make_run
 
-from cua_cli.errors import InputError, UnwritableRun
+from cua_cli.errors import InputError, UnreadableRun, UnwritableRun
+from cua_cli.models import Image
 from cua_cli.rollout import check_tasks
 from cua_cli.rollout.envserver_process import EnvServerProcess
 from cua_cli.rollout.monitor import Monitor
-from cua_cli.runfolder import takeover
+from cua_cli.rollout.writes import Writes
+from cua_cli.runfolder import page_cache, takeover
 from cua_cli.runfolder.confined import check_writable_dir, check_writable_file, make_dirs, open_writable
 from cua_cli.runfolder.jsonl import append_line, read_lines
 from cua_cli.runfolder.names import encode_task_id
@@ -436,3 +441,69 @@ def test_episodes_file_linked_out_mid_run_stops_the_rollout_and_a_resume_plays_t
     assert again.returncode == 0, again.stderr
     assert [(x["task_id"], x["outcome"]) for x in read_lines(episodes)] == [("textcraft@0", "success")]
     assert snapshot(outside) == before
+
+
+def _resident_pages(path: Path) -> int:
+    """How many of the file's pages are in the page cache (mincore(2) on a mapping never touched)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+    size = path.stat().st_size
+    with path.open("rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as m:
+        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        vec = ctypes.create_string_buffer(pages)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        assert libc.mincore(address, size, vec) == 0, os.strerror(ctypes.get_errno())
+        return sum(b & 1 for b in vec.raw)
+
+
+def test_a_steps_files_leave_the_page_cache_once_on_disk_and_hold_few_descriptors(tmp_path):
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"x" * 65536)
+    os.sync()
+    with probe.open("rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    if _resident_pages(probe):
+        pytest.skip("this file system keeps its files in memory (tmpfs): no page cache to leave")
+    run = tmp_path / "run"
+    run.mkdir()
+    data = [bytes([i]) * (64 * 1024 + i) for i in range(3 * page_cache.LAG)]
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with _writer(run) as traj:
+        for i, d in enumerate(data[:page_cache.LAG]):
+            traj.screenshot(i, d)
+        os.sync()  # the first LAG files are on disk, so their pages are clean when their second advice comes
+        for i, d in enumerate(data[page_cache.LAG:], page_cache.LAG):
+            traj.screenshot(i, d)
+            assert len(os.listdir("/proc/self/fd")) - fds_before <= page_cache.LAG + 1  # + the attempt's folder
+    folder = run / "trajectories" / "t" / "0_0"
+    files = [folder / f"step_{i:04d}.png" for i in range(len(data))]
+    assert [_resident_pages(f) for f in files[:page_cache.LAG]] == [0] * page_cache.LAG
+    assert [f.read_bytes() == d for f, d in zip(files, data)] == [True] * len(data)
+
+
+def test_a_screenshot_let_go_is_read_back_from_the_attempts_folder_and_checked(tmp_path, outside):
+    run = tmp_path / "run"
+    run.mkdir()
+    writes = Writes(1)
+    with _writer(run) as traj:
+        attempt = writes.attempt(traj)
+        shots = [Image(b"png%d" % i, attempt.screenshot(i, b"png%d" % i)) for i in range(3)]
+        shots = [Image(s.png, s.file, attempt.rereader(s.file)) for s in shots]
+        for s in shots:
+            s.let_go()
+        assert [s.png for s in shots] == [None] * 3
+        assert [s.data() for s in shots] == [b"png0", b"png1", b"png2"]  # still to write: the bytes pending
+        asyncio.run(attempt.step({"step": 0}))
+        assert [s.data() for s in shots] == [b"png0", b"png1", b"png2"]  # written: read from the folder
+        folder = run / "trajectories" / "t" / "0_0"
+        (folder / "step_0001.png").write_bytes(b"changed")
+        with pytest.raises(UnreadableRun, match="step_0001.png: the screenshot read back"):
+            shots[1].data()
+        (folder / "step_0002.png").unlink()
+        (folder / "step_0002.png").symlink_to(outside / "sentinel")
+        with pytest.raises(UnreadableRun, match="step_0002.png: cannot be read back"):
+            shots[2].data()
+    writes.close()
+    kept = Image(b"kept", "step_0000.png")  # nothing to read it back with (a Ray actor's): kept
+    kept.let_go()
+    assert kept.png == b"kept"

@@ -136,7 +136,7 @@ class OSWorldEpisode(AskingEpisode):
         """What the model is shown of one observation: the screenshot and/or the tree's table."""
         parts: list = []
         if self.agent.observation != "a11y_tree":
-            parts.append(Image(observation.screenshot, observation.file))
+            parts.append(Image(observation.screenshot, observation.file, observation.reread))
         if self.agent.observation != "screenshot":
             text = cut(table(observation.a11y_tree), self.agent.a11y_tree_max_tokens)
             parts.append({"type": "text", "text": TREE.replace("{table}", text)})

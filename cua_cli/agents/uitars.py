@@ -420,7 +420,7 @@ class UITarsEpisode(AskingEpisode):
             gone = len(self.history) - self.agent.history_images  # the screenshot that just left the window
             if gone >= 0:
                 self.history[gone] = (None, self.history[gone][1])
-        image = Image(observation.screenshot, observation.file)
+        image = Image(observation.screenshot, observation.file, observation.reread)
         self.current = (observation, image, turn)
         self.step = len(self.history)
         turn.prompt = self.agent.build_messages(self.instruction, self.history, image)

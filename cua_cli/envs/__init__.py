@@ -35,7 +35,7 @@ import asyncio
 import inspect
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from .._util.registry import load
 from ..kinds import ENVS
@@ -55,6 +55,7 @@ class Observation:
     height: int | None = None
     text: str | None = None
     file: str | None = None         # the screenshot's file in the trajectory folder, once written
+    reread: Callable[[], bytes] | None = field(default=None, repr=False)  # reads that file back, where it can
     a11y_tree: str | None = None    # AT-SPI's tree as XML, as the desktop sent it
     a11y_file: str | None = None    # its file in the trajectory folder, once written
 

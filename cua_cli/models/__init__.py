@@ -27,6 +27,7 @@ import pybase64
 
 from .._util.budget import Budget
 from .._util.registry import load
+from ..errors import UnreadableRun
 from ..kinds import PROVIDERS
 
 
@@ -35,10 +36,14 @@ class Image:
     """A screenshot in a prompt: its bytes, and its file in the trajectory folder.
 
     Its content id and its base64 text are computed once, however many
-    prompts it appears in while it stays in the history.
+    prompts it appears in while it stays in the history. A provider whose
+    server keeps images by id lets go of the bytes once sent (`let_go`):
+    thousands of episodes' histories would otherwise hold gigabytes. Should
+    the server lose them, `data()` reads the file back (`reread`).
     """
-    png: bytes
+    png: bytes | None                 # None once let go: data() reads it back
     file: str | None = None
+    reread: Callable[[], bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
     def sha256(self) -> str:
@@ -52,7 +57,24 @@ class Image:
 
     @property
     def base64(self) -> bytes:
-        return self._once("base64", lambda: pybase64.b64encode(self.png))
+        return self._once("base64", lambda: pybase64.b64encode(self.data()))
+
+    def let_go(self) -> None:
+        """Drop the bytes (not their sha256) if they can be read back; else keep them."""
+        if self.reread is not None and self.png is not None:
+            self.sha256
+            self.__dict__.pop("base64", None)
+            object.__setattr__(self, "png", None)
+
+    def data(self) -> bytes:
+        """The bytes: held, or read back from the file (not kept), checked against the sha256 sent before."""
+        if self.png is not None:
+            return self.png
+        png = self.reread()
+        if hashlib.sha256(png).hexdigest() != self.sha256:
+            raise UnreadableRun(f"{self.file}: the screenshot read back for a model server that lost it is not "
+                                "the one the model was shown")
+        return png
 
     def _once(self, name: str, make):
         # Not functools.cached_property: before Python 3.12 it takes one lock for all instances.

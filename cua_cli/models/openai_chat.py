@@ -180,6 +180,10 @@ class _Session:
             self.miss_streak = 0
         r.raise_for_status()
         self.held = set(images)  # images leave the history for good, so only this prompt's can come back
+        for m in messages if images else ():  # the server has them now: their bytes can go
+            for p in m["content"] if not isinstance(m["content"], str) else ():
+                if isinstance(p, Image):
+                    p.let_go()
         reply = _reply(r, "ids" if c.record_tokens else "names" if c.record_logprobs else None)
         if c.record_tokens:
             reply.sampling = {"temperature": c.temperature, "max_tokens": c.max_tokens,
@@ -214,7 +218,7 @@ def _body(head: dict, messages: list[dict], uuids: bool, by_uuid: set[str]) -> l
                 parts.append(b'"image_url":null}')
             else:
                 # by uuid, the bytes travel once: not worth keeping their base64 in memory afterwards
-                data = pybase64.b64encode(p.png) if uuids else p.base64
+                data = pybase64.b64encode(p.data()) if uuids else p.base64
                 parts += [b'"image_url":{"url":"data:image/png;base64,', data, b'"}}']
         parts.append(b"]}")
     parts.append(b"]}")

@@ -3,7 +3,8 @@
 It speaks only the Env, Agent and Model seams. Agent mistakes end a step
 inside the agent (the turn's `stop`); errors of the error tree end the
 episode with their own stop reason; a run file or folder the attempt would
-write through (a link planted in the run folder) is `runner_error` naming it;
+write through (a link planted in the run folder), or a screenshot it reads
+back changed, is `runner_error` naming it;
 anything else is a bug in cua, logged with its traceback and recorded as
 `runner_error`. Every step that got an
 observation has its traj.jsonl line, however it ended.
@@ -25,7 +26,7 @@ from .._util.diag import warn
 from .._util.interrupt import Interrupt
 from ..agents import Agent, Turn
 from ..envs import AttemptFiles, Env
-from ..errors import Abandoned, ActionRefused, DesktopLimit, EpisodeEnd, Stopped, UnwritableRun
+from ..errors import Abandoned, ActionRefused, DesktopLimit, EpisodeEnd, Stopped, UnreadableRun, UnwritableRun
 from ..models import Model, by_file
 from ..runfolder import takeover
 from ..runfolder.records import PHASES, attempt_line, step_line, turn_fields
@@ -116,6 +117,7 @@ class Episode:
         obs = await session.observe(budget)
         if obs.screenshot is not None:
             obs.file = traj.screenshot(step, obs.screenshot)
+            obs.reread = traj.rereader(obs.file)
         line = step_line(step, wall, obs, actor="human")
         line["timings"]["env_s"] = round(time.monotonic() - t0, 4)
         rec["steps"] = step + 1
@@ -144,6 +146,7 @@ class Episode:
         obs = await session.observe(budget)
         if obs.screenshot is not None:
             obs.file = traj.screenshot(step, obs.screenshot)
+            obs.reread = traj.rereader(obs.file)
         if obs.a11y_tree is not None:
             obs.a11y_file = traj.a11y_tree(step, obs.a11y_tree)
         line = step_line(step, wall, obs)
@@ -209,7 +212,7 @@ async def run_attempt(item: dict, task: Task, files: AttemptFiles, env: Env, bud
         rec["stop_reason"], rec["error"] = e.stop_reason, str(e)
         if isinstance(e, DesktopLimit):  # what ran on the desktop took it over: the agent's doing
             rec.update(outcome="failure", reward=0.0, score=0.0, desktop_limit=e.kind)
-    except UnwritableRun as e:  # a link planted in the run folder: nothing went through it; the queue retries
+    except (UnwritableRun, UnreadableRun) as e:  # a link planted, a file changed in the run folder; the queue retries
         warn(redact(f"task {task.task_id!r}: {e}"))
         rec["stop_reason"], rec["error"] = "runner_error", str(e)
     except Exception as e:  # a bug in cua: keep its traceback, the record and the claim

@@ -12,7 +12,7 @@ in the run) still ends that attempt as `runner_error`. No file is fsynced:
 the run's end checks what it wrote, as it always has.
 """
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .._util.workers import Workers
 from ..runfolder.writer import TrajWriter, a11y_tree_name, screenshot_name
@@ -27,6 +27,7 @@ class AttemptWriter(Protocol):
     A step's screenshot and tree are named at once and written with its line, in one hand-off."""
 
     def screenshot(self, step: int, png: bytes) -> str: ...
+    def rereader(self, name: str) -> Callable[[], bytes] | None: ...  # reads a file named here back, where it can
     def a11y_tree(self, step: int, xml: str) -> str: ...
     async def step(self, record: dict) -> None: ...
     def lease(self, record: dict) -> None: ...   # called by env code: on the loop, or in a blocking env's thread
@@ -58,6 +59,12 @@ class AttemptWrites:
     def screenshot(self, step: int, png: bytes) -> str:
         self.files.append((screenshot_name(step), png))  # the bytes the env sent: no re-encoding
         return self.files[-1][0]
+
+    def rereader(self, name: str) -> Callable[[], bytes]:
+        def reread() -> bytes:  # on the loop, like the hand-offs: the file is still to write, or written
+            pending = dict(self.files).get(name)
+            return pending if pending is not None else self.traj.read_back(name)
+        return reread
 
     def a11y_tree(self, step: int, xml: str) -> str:
         self.files.append((a11y_tree_name(step), xml.encode()))  # the env checked it parses: valid UTF-8

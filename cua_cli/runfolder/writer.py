@@ -4,14 +4,15 @@ import json
 import os
 import platform
 import socket
+import stat
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
 from .._util.atomic import write_atomic
-from ..errors import InputError
-from . import takeover
+from ..errors import InputError, UnreadableRun
+from . import page_cache, takeover
 from .confined import check_writable_dir, check_writable_file, make_dirs, open_writable
 from .jsonl import append_line
 from .leases import LEASES, record
@@ -139,6 +140,18 @@ class TrajWriter:
     def screenshot(self, step: int, png: bytes) -> str:
         return self._file(screenshot_name(step), png)  # the bytes the env sent: no re-encoding
 
+    def read_back(self, name: str) -> bytes:
+        """A file this writer wrote, read through the attempt's folder: UnreadableRun, naming it, for a
+        link or anything but a regular file there now."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self._folder_fd())
+        except OSError as e:
+            raise UnreadableRun(f"{self.dir / name}: cannot be read back: {e.strerror}") from None
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UnreadableRun(f"{self.dir / name}: cannot be read back: not a regular file")
+            return f.read()
+
     def a11y_tree(self, step: int, xml: str) -> str:
         return self._file(a11y_tree_name(step), xml.encode())  # the env checked it parses: valid UTF-8
 
@@ -151,8 +164,10 @@ class TrajWriter:
                            shown=self.dir / name, regular_only=False)
         try:
             os.write(fd, data)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        page_cache.written(fd)  # closes it once its pages have left the cache
         return name
 
     def step(self, record: dict, files: list[tuple[str, bytes]] = ()) -> None:
