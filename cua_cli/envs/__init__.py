@@ -55,9 +55,9 @@ class Observation:
     height: int | None = None
     text: str | None = None
     file: str | None = None         # the screenshot's file in the trajectory folder, once written
-    reread: Callable[[], bytes] | None = field(default=None, repr=False)  # reads that file back, where it can
     a11y_tree: str | None = None    # AT-SPI's tree as XML, as the desktop sent it
     a11y_file: str | None = None    # its file in the trajectory folder, once written
+    reread: Callable[[], bytes] | None = field(default=None, repr=False)  # reads that file back, where it can
 
 
 @dataclass

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable, Protocol
 
 from .._util.diag import warn
 from .._util.event_loop import loop_factory
@@ -26,9 +27,9 @@ from ..config import Config
 from ..errors import BadTask, UnwritableRun
 from ..runfolder.records import error_line
 from ..runfolder.writer import RunDir
-from ..tasks import task_from_dict
+from ..tasks import Task, task_from_dict
 from .player import Player
-from .writes import Writes
+from .writes import AttemptWriter, Writes
 
 STOP_POLL_S = 0.1  # how soon the loop sees its process told to stop
 
@@ -43,13 +44,22 @@ class RunnerSpec:
     watch: bool         # keep polling the queue once it is empty
 
 
+class Plays(Protocol):
+    """What plays a claimed pair: a Player here, or runner actors on Ray (backends/ray.py)."""
+
+    async def play(self, item: dict, task: Task, traj: AttemptWriter, interrupt: Interrupt) -> dict | None:
+        """The attempt's episode line; None if the backend was killed under it (it puts the claim back)."""
+
+
 class Runner:
-    def __init__(self, spec: RunnerSpec, shared=None):
+    def __init__(self, spec: RunnerSpec, shared=None, player: Plays | None = None,
+                 lane: Callable[[int], str] | None = None):
         cfg = self.cfg = spec.cfg
         self.spec = spec
         self.folder = RunDir.open(spec.run_path)
         self.queue = self.folder.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
-        self.player = Player(cfg, spec.env_url, spec.secrets, shared)
+        self.player = player or Player(cfg, spec.env_url, spec.secrets, shared)
+        self.lane = lane or lane_name
         self.idle = IdleSlots(self.queue, cfg.runner)
         self.refused: str | None = None  # a file or folder of the run it would not write through: it stopped
 
@@ -142,8 +152,10 @@ class Runner:
             rec = await self.player.play(item, task, self.writes.attempt(traj), self.interrupt)
         finally:
             traj.close()
+        if rec is None:
+            return
         try:
-            await self._queue(file_attempt, self.queue, item, placed(rec, lane_name(slot), waited))
+            await self._queue(file_attempt, self.queue, item, placed(rec, self.lane(slot), waited))
         except UnwritableRun as e:  # episodes.jsonl or the queue: no pair can be filed, so the runner stops
             self._refuse(e)
 

@@ -2,10 +2,11 @@
 
 Each actor holds a Player and plays many pairs at once (an async actor: its
 episodes share its event loop, as a local runner's do). This process (the
-driver) claims a pair on an actor's behalf and holds its lease; the actor
-streams each step back as it happens, its screenshot and its line,
-through a Ray streaming generator, and the driver writes them into the run
-folder just as a local runner would, then files the attempt. Screenshots
+driver) is a runner too, on an event loop of its own (runner.py), whose
+slots claim a pair on an actor's behalf and hold its lease; the actor
+streams each step back as it happens, its screenshot and its line, through a
+Ray streaming generator the slot awaits, and the driver writes them into the
+run folder just as a local runner would, then files the attempt. Screenshots
 travel in pieces small enough for Ray to hand them to the driver directly,
 so they never enter Ray's object store. When an actor or its node dies, its
 streams fail: the driver files each of its attempts as `runner_lost` and the
@@ -27,14 +28,14 @@ from urllib.parse import urlsplit
 from ..._util.interrupt import Interrupt
 from ..._util.redact import Redactor
 from ...config.fleet_file import FleetVersions
-from ...errors import InputError, UnwritableRun
+from ...errors import InputError
 from ...models import model_servers, shared_state
 from ...runfolder.records import error_line
 from ...runfolder.writer import VIDEO, a11y_tree_name, screenshot_name, traj_rel
 from ...tasks import task_from_dict
 from ..leftovers import release_leftovers
 from ..player import Player
-from ..runner import IdleSlots, checked_task, file_attempt, open_files_to_the_limit, placed, refused_stop
+from ..runner import Runner, RunnerSpec, open_files_to_the_limit
 
 # Ray hands a return value of up to 100 KiB straight to its caller; larger ones go through the
 # object store of the producing node and are pulled to the driver's: 4x the driver's CPU here.
@@ -48,6 +49,7 @@ START_TIMEOUT_S = 120.0    # for the cluster to place every actor
 GCS_PROBE_S = 5.0          # for a Ray cluster's address to answer
 REPLACE_NOTICE_S = 30.0    # a lost actor not yet replaced by then is worth telling the user about
 KILL_WAIT_S = 10.0         # for the slots to see their killed actors go
+PICK_POLL_S = 0.2          # how often a slot looks for an actor with room, when none has (one was lost)
 # A stream may miss news of its actor's death (Ray has had such bugs, and a node that stops
 # answering is not dead yet): one silent for a while pings its actor, and one from whose actor
 # nothing was heard for runner.ray.lost_after_s, or silent longer than an episode can last, is lost.
@@ -260,33 +262,37 @@ class RunnerActor:
 
 
 class RayActors:
-    """Starts the actors, hands them pairs, writes what they stream, and replaces actors that died."""
+    """Starts the actors, plays pairs on them from a runner of its own (it is that runner's player), and
+    replaces actors that died."""
 
     def __init__(self, cfg, run, env_url: str, secrets: dict, watch: bool):
         self.ray = _ray()
         self.cfg, self.run, self.watch = cfg, run, watch
         self.queue = run.queue(cfg.runner.max_attempts, cfg.runner.lease_ttl_s)
-        self.idle = IdleSlots(self.queue, cfg.runner)
         self.env_url, self.secrets = env_url, _Secrets(secrets)
         self.redact = Redactor(secrets.values()).text
         self.versions = FleetVersions(cfg.resolve_path(cfg.model.fleet)) if cfg.model.fleet else None
         self.actors: list = []    # by index: a started actor, or None while its replacement is placed
         self.placing: dict = {}   # index -> (replacement actor, its ready() ref, when it was asked for)
-        self.busy: list[int] = []
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)  # an actor was lost or joined
+        self.busy: list[int] = []  # episodes each actor plays, counted on the runner's loop
+        self.lock = threading.Lock()  # actors and placing: the main thread supervises, the loop replaces
         self.said_short = False
         self.stop = threading.Event()
         self.killed = False
-        self.slots: list[threading.Thread] = []
+        self.runner: Runner | None = None
+        self.thread: threading.Thread | None = None  # the runner's loop
         self.restarts = 0
         self.crashed = False
-        self.refused = False  # a file or folder of the run a slot would not write through: the run stops
         self._pushed = None
-        self.per_actor = 1  # episodes an actor plays at once (its threads)
+        self.per_actor = 1  # episodes an actor plays at once
         self.lost_after_s = cfg.runner.ray.lost_after_s
         # No step of a live episode comes later than this after its start (see the local env server's idle).
         self.longest_s = cfg.runner.episode_timeout_s + 2 * cfg.runner.step_timeout_s + self.lost_after_s
+
+    @property
+    def refused(self) -> bool:
+        """The runner stopped on a file or folder of the run it would not write through."""
+        return self.runner is not None and self.runner.refused is not None
 
     def start(self, stopping) -> None:
         ray, rc = self.ray, self.cfg.runner.ray
@@ -305,11 +311,11 @@ class RayActors:
         if not self._check_ready(stopping):
             self.kill()
             return
-        self.slots = [threading.Thread(target=self._slot, args=(f"ray/{n}",), daemon=True)
-                      for n in range(self.cfg.runner.num_envs)]
-        for t in self.slots:
-            t.start()
-        threading.Thread(target=self._heartbeat, daemon=True).start()
+        spec = RunnerSpec(self.cfg, str(self.run.path), self.env_url, self.secrets, self.cfg.runner.num_envs,
+                          self.watch)
+        self.runner = Runner(spec, player=self, lane=lambda slot: f"ray/{slot}")
+        self.thread = threading.Thread(target=self.runner.run, args=(self.stop,), name="cua-ray-runner", daemon=True)
+        self.thread.start()
 
     def _join(self, address: str | None) -> bool:
         """Connect to the cluster (or start a local one), or say clearly why not; False if a stop signal came."""
@@ -382,18 +388,14 @@ class RayActors:
     def _versions(self) -> tuple[dict, dict] | None:
         return (self.versions.table(), self.versions.entries()) if self.versions else None
 
-    def _heartbeat(self) -> None:
-        # The driver holds the leases of every claim its actors play, until its last slot ends.
-        while self.running():
-            time.sleep(self.cfg.runner.lease_ttl_s / 4)
-            self.queue.heartbeat()
-
     def running(self) -> bool:
-        return any(t.is_alive() for t in self.slots)
+        return self.thread is not None and self.thread.is_alive()
 
     def supervise(self) -> str | None:
         """Pass a changed fleet file's versions on to the actors, and let placed replacements join;
         news for the user, or None."""
+        if self.refused and not self.stop.is_set():  # the runner stopped itself: its actors stop too
+            self.request_stop()
         pushed = self._versions()
         if pushed is not None and pushed != self._pushed:
             self._pushed = pushed
@@ -423,9 +425,8 @@ class RayActors:
                 continue
             if self._pushed is not None:
                 actor.set_versions.remote(self._pushed)
-            with self.changed:
+            with self.lock:
                 self.actors[i] = actor
-                self.changed.notify_all()
         with self.lock:
             waited = [time.monotonic() - since for _, _, since in self.placing.values()]
         if not waited:
@@ -453,91 +454,74 @@ class RayActors:
         self.stop.set()
         for a in self._started() + [a for a, _, _ in self.placing.values()]:
             self.ray.kill(a)
-        deadline = time.monotonic() + KILL_WAIT_S  # the slots see their actors die at once
-        for t in self.slots:
-            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self.thread is not None:  # its slots see their actors die at once
+            self.thread.join(timeout=KILL_WAIT_S)
         self.queue.reclaim(dead_pids={os.getpid()}, count_error=False)
 
-    def _pick(self) -> int | None:
-        """The least busy started actor with a free thread (an episode stays on it, and on its model
-        server: see the Router), once there is one; None if the run stops first. The survivors of a
-        lost actor take no more episodes than they have threads: one queued inside an actor would
+    async def _pick(self) -> int | None:
+        """The least busy started actor with room for one more episode (an episode stays on it, and on
+        its model server: see the Router), once there is one; None if the run stops first. The survivors
+        of a lost actor take no more episodes than they have room for: one queued inside an actor would
         look like a silent stream."""
-        with self.changed:
-            while not self.stop.is_set():
-                started = [i for i, a in enumerate(self.actors) if a is not None and self.busy[i] < self.per_actor]
-                if started:
-                    i = min(started, key=self.busy.__getitem__)
-                    self.busy[i] += 1
-                    return i
-                self.changed.wait(0.5)
-            return None
-
-    def _slot(self, lane: str) -> None:
-        try:
-            self._play_pairs(lane)
-        except UnwritableRun as e:  # the queue or episodes.jsonl: no pair can be filed, so the run stops
-            with self.lock:
-                first, self.refused = not self.refused, True
-            if first:
-                refused_stop(e)
-            self.request_stop()
-
-    def _play_pairs(self, lane: str) -> None:
-        idle_since = time.monotonic()
         while not self.stop.is_set():
-            item = self.queue.claim()
-            if item is None:
-                if not self.watch and self.idle.drained():
-                    return
-                self.idle.maybe_reclaim()
-                self.stop.wait(self.cfg.runner.poll_s)
-                continue
-            waited = time.monotonic() - idle_since
-            if checked_task(self.queue, item) is None:
-                continue
-            i = self._pick()
-            if i is None:  # stopping while no actor was left to play the pair: back to pending/, uncounted
-                file_attempt(self.queue, item, error_line(item, "interrupted", "the run stopped"))
-                continue
-            actor = self.actors[i]
-            try:
-                rec = self._stream(actor, item)
-            except Exception as e:  # noqa: BLE001 - a slot that died here would hold its claim for ever
-                rec = error_line(item, "runner_error", self.redact(f"{type(e).__name__}: {_why(e)}"))
-            finally:
-                with self.changed:
-                    self.busy[i] -= 1
-                    self.changed.notify_all()
-            if rec is None:
-                if self.killed:
-                    return  # kill() puts the claim back
-                # The actor died under the attempt: a lost runner, not an agent failure. What env it
-                # held goes back now, or the server's pool would shrink with every lost actor.
-                self._replace(i, actor)
-                rec = error_line(item, "runner_lost", "the Ray actor playing this pair died (or its node)")
-                release_leftovers(self.run.path, self.secrets.get("env"), traj_rel(
-                    item["task_id"], item["sample"], item["attempt"]), local_too=False)
-            file_attempt(self.queue, item, placed(rec, lane, waited))
-            idle_since = time.monotonic()
+            with self.lock:
+                free = [i for i, a in enumerate(self.actors) if a is not None and self.busy[i] < self.per_actor]
+            if free:
+                i = min(free, key=self.busy.__getitem__)
+                self.busy[i] += 1
+                return i
+            await asyncio.sleep(PICK_POLL_S)
+        return None
 
-    def _stream(self, actor, item: dict) -> dict | None:
+    async def play(self, item: dict, task, traj, interrupt: Interrupt) -> dict | None:
+        """The runner's player: one attempt, played on an actor and written here as it streams."""
+        i = await self._pick()
+        if i is None:  # stopping while no actor was left to play the pair: back to pending/, uncounted
+            return None if self.killed else error_line(item, "interrupted", "the run stopped")
+        actor = self.actors[i]
+        try:
+            rec = await self._stream(actor, item, traj)
+        except Exception as e:  # noqa: BLE001 - e.g. a file the run would not write through: this attempt's error
+            rec = error_line(item, "runner_error", self.redact(f"{type(e).__name__}: {_why(e)}"))
+        finally:
+            self.busy[i] -= 1
+        if rec is None:
+            if self.killed:
+                return None  # kill() puts the claim back
+            # The actor died under the attempt: a lost runner, not an agent failure. What env it
+            # held goes back now, or the server's pool would shrink with every lost actor.
+            self._replace(i, actor)
+            await asyncio.to_thread(release_leftovers, self.run.path, self.secrets.get("env"), traj_rel(
+                item["task_id"], item["sample"], item["attempt"]), local_too=False)
+            rec = error_line(item, "runner_lost", "the Ray actor playing this pair died (or its node)")
+        return rec
+
+    async def _stream(self, actor, item: dict, traj) -> dict | None:
         """Write the attempt's steps as they arrive; its episode line, or None if the actor died."""
         ray = self.ray
-        traj, png, tree, video = self.run.traj(item), [], [], []
+        png, tree, video = [], [], []
         started = heard = time.monotonic()
+        following = None
         try:
             # Backpressure is Ray's (underscored) option of streaming generators.
             stream = actor.play.options(num_returns="streaming", _generator_backpressure_num_objects=AHEAD
                                         ).remote(item)
             while True:
-                if not ray.wait([stream], timeout=self.lost_after_s / PINGS_PER_LOSS)[0]:
-                    heard = self._probe(actor, heard)
-                    now = time.monotonic()
-                    if now - heard > self.lost_after_s or now - started > self.longest_s:
-                        return None  # gone quiet without Ray noticing: lost (and killed, see _replace)
-                    continue
-                message = ray.get(next(stream))
+                # A step's pieces come together: the next is often here already, and taken without a
+                # future (awaiting one costs the loop two hand-offs from Ray's threads).
+                if following is None and ray.wait([stream], timeout=0)[0]:
+                    ref = next(stream)
+                else:
+                    if following is None:
+                        following = asyncio.ensure_future(stream.__anext__())
+                    if not (await asyncio.wait([following], timeout=self.lost_after_s / PINGS_PER_LOSS))[0]:
+                        heard = await self._probe(actor, heard)
+                        now = time.monotonic()
+                        if now - heard > self.lost_after_s or now - started > self.longest_s:
+                            return None  # gone quiet without Ray noticing: lost (and killed, see _replace)
+                        continue
+                    ref, following = following.result(), None
+                message = ray.get(ref)  # ready, in this process's memory
                 heard = time.monotonic()
                 if message[0] == "png":
                     png.append(message[1])
@@ -550,29 +534,30 @@ class RayActors:
                     if "a11y_tree" in message[1]:  # the line names the file of the tree it came with
                         traj.a11y_tree(message[1]["step"], b"".join(tree).decode())
                         tree = []
-                    traj.step(message[1])
+                    await traj.step(message[1])
                 elif message[0] == "lease":
                     traj.lease(message[1])
                 elif message[0] == "mp4":
                     video.append(message[1])
                 elif message[0] == "video":
-                    traj.video(b"".join(video))
+                    await asyncio.to_thread(traj.video, b"".join(video))
                     video = []
                 else:
                     return message[1]
         except ray.exceptions.RayTaskError as e:  # a bug in cua outside the episode: file it, keep the claim moving
             return error_line(item, "runner_error", self.redact(_why(e)))
-        except (ray.exceptions.RayError, StopIteration):  # the actor, its node or its stream was lost
+        except (ray.exceptions.RayError, StopIteration, StopAsyncIteration):  # the actor, its node or its stream was lost
             return None  # a screenshot whose line never came is not written
         finally:
-            traj.close()
+            if following is not None:
+                following.cancel()
 
-    def _probe(self, actor, heard: float) -> float:
+    async def _probe(self, actor, heard: float) -> float:
         """When the actor was last heard from: now if it answers a ping in time."""
         try:
-            self.ray.get(actor.ping.options(concurrency_group="probe").remote(),
-                         timeout=self.lost_after_s / PINGS_PER_LOSS)
-        except self.ray.exceptions.GetTimeoutError:
+            await asyncio.wait_for(actor.ping.options(concurrency_group="probe").remote(),
+                                   self.lost_after_s / PINGS_PER_LOSS)
+        except TimeoutError:
             return heard
         return time.monotonic()  # an actor known dead raises, as a stream would
 
