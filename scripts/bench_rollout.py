@@ -18,6 +18,7 @@ the peak memory of cua's processes.
     .venv/bin/python scripts/bench_rollout.py --envs 256 --size 1280x720 --history 3 --processes 4
     .venv/bin/python scripts/bench_rollout.py --envs 256 --backend ray
     .venv/bin/python scripts/bench_rollout.py --envs 64 --sample-s 0      (no load sampling: its overhead)
+    .venv/bin/python scripts/bench_rollout.py --envs 1024 --asyncio-loop   (asyncio's loop instead of uvloop's)
     .venv/bin/python scripts/bench_rollout.py --compare --repeat 3       (CPU per step against the baseline)
 
 --compare plays the setting the baseline file (scripts/bench_rollout_baseline.json)
@@ -56,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "scripts" / "bench_rollout_baseline.json"
 # What a baseline is taken in: a comparison plays the same.
 SETTING = ("envs", "episodes", "steps", "env_delay", "model_delay", "size", "png_kb", "history", "processes",
-           "backend", "no_uuid", "dir", "sample_s")
+           "backend", "no_uuid", "dir", "sample_s", "asyncio_loop")
 ANSWER = "Thought: bench.\nAction: click(start_box='(100,100)')"
 
 
@@ -256,6 +257,7 @@ def main():
     ap.add_argument("--processes", type=int, default=None, help="runner processes (default: cua's choice)")
     ap.add_argument("--backend", default="local", choices=["local", "ray"],
                     help="ray: runner actors on a local 3-node Ray cluster (Ray's own test utility)")
+    ap.add_argument("--asyncio-loop", action="store_true", help="asyncio's own event loop, not uvloop's")
     ap.add_argument("--no-uuid", action="store_true", help="send every image's bytes (model.image_uuids: false)")
     ap.add_argument("--dir", help="where the run folder goes (default: the temp dir; /dev/shm takes the disk out)")
     ap.add_argument("--keep", action="store_true", help="keep the run folder (removed by default: it is large)")
@@ -359,7 +361,13 @@ runner: {{num_envs: {args.envs}, max_steps: {args.steps}, sample_s: {args.sample
     cmd = [sys.executable, "-m", "cua_cli", "rollout", str(config)]
     load = os.getloadavg()[0]  # of the minute before the run: the machine's other work
     start = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    env = None
+    if args.asyncio_loop:  # a uvloop that cannot be imported, first on the path: cua falls back to asyncio's loop
+        (work / "no-uvloop" / "uvloop").mkdir(parents=True)
+        (work / "no-uvloop" / "uvloop" / "__init__.py").write_text("raise ImportError('hidden by bench_rollout')\n")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(work / "no-uvloop"),
+                                                                         os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
     ps = psutil.Process(proc.pid)
     peak, samples, runners, ray_procs = 0, [], 0, {}
     try:

@@ -1,8 +1,8 @@
 """The event loop runners carry their episodes on: uvloop's (libuv's) where it is installed, else asyncio's.
 
 uvloop's loop and socket transports are C, and it comes with vLLM; it is no dependency of cua's, and
-both keep asyncio's API, so nothing else depends on which runs. (Its own share of a step's CPU is not
-yet told apart in scripts/bench_rollout.py: docs/design/runner-loop.md.)
+both keep asyncio's API, so nothing else depends on which runs. It saves about 6% of a step's CPU at
+1,024 episodes, less than the spread between runs (docs/design/runner-loop.md).
 """
 
 import asyncio
