@@ -97,7 +97,8 @@ def main() -> None:
 
         (cua0, env0), (cua1, env1) = at(lo), at(hi)
         n = sum(lo <= t <= hi for t in steps)
-        rows = [["config", args.config], ["episodes (mean score)", f"{episodes} ({sum(scores) / max(1, episodes):.2f})"],
+        mean = sum(scores) / max(1, episodes)
+        rows = [["config", args.config], ["episodes (mean score)", f"{episodes} ({mean:.2f})"],
                 ["steps in the window", n], ["window / wall time (s)", f"{hi - lo:.1f} / {wall:.1f}"],
                 ["steps/s", f"{n / (hi - lo):.2f}"],
                 ["cua CPU per step (ms)", f"{(cua1 - cua0) / n * 1000:.1f}"],

@@ -139,6 +139,39 @@ def test_ctrl_c_twice_then_once_then_resume_finishes_every_pair_once(tmp_path, r
     assert len(finals) == 12 and all(e["outcome"] in ("success", "failure") for e in finals.values())
 
 
+def test_a_run_file_linked_out_stops_the_ray_rollout_and_a_resume_plays_every_pair(tmp_path, ray_cluster, env_url):
+    """The driver's runner refuses to file through a link planted for episodes.jsonl: the rollout stops
+    (its actors too) with the file named, writes nothing outside, and leaves its pairs claimed, not lost."""
+    cfg = _config(tmp_path, ray_cluster, env_url, seeds=6, steps=3)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    p = start_cua("rollout", str(cfg))
+    try:
+        wait_for(lambda: (tmp_path / "results-ray").exists() and any(
+            os.listdir(d / "queue" / "claimed") for d in (tmp_path / "results-ray").iterdir()
+            if (d / "queue" / "claimed").is_dir()), what="a claim")
+        run = _run(tmp_path)
+        episodes, kept = run / "episodes.jsonl", tmp_path / "kept.jsonl"
+        if episodes.exists():
+            os.replace(episodes, kept)  # lines filed before the link are put back for the resume
+        episodes.symlink_to(outside / "sentinel")
+        out, err = finish(p, 300)
+    finally:
+        kill_group(p)
+    assert p.returncode == 2 and "Traceback" not in err, err
+    assert f"{episodes}: the file is a link; not written" in err, err
+    assert os.listdir(outside) == []
+    assert os.listdir(run / "queue" / "claimed"), "the pairs whose lines were refused stay claimed"
+
+    episodes.unlink()
+    if kept.exists():
+        os.replace(kept, episodes)
+    r = run_cua("rollout", str(cfg), "--resume", str(run), timeout=600)
+    assert r.returncode == 0, r.stderr
+    finals = {(e["task_id"], e["sample"]): e for e in read_lines(episodes)}
+    assert len(finals) == 6 and all(e["outcome"] in ("success", "failure") for e in finals.values())
+
+
 def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url):
     cfg = _config(tmp_path, ray_cluster, env_url, seeds=2, steps=2)
     p = start_cua("rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2")

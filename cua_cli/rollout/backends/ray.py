@@ -546,8 +546,8 @@ class RayActors:
                     return message[1]
         except ray.exceptions.RayTaskError as e:  # a bug in cua outside the episode: file it, keep the claim moving
             return error_line(item, "runner_error", self.redact(_why(e)))
-        except (ray.exceptions.RayError, StopIteration, StopAsyncIteration):  # the actor, its node or its stream was lost
-            return None  # a screenshot whose line never came is not written
+        except (ray.exceptions.RayError, StopIteration, StopAsyncIteration):
+            return None  # the actor, its node or its stream was lost; a screenshot whose line never came is not written
         finally:
             if following is not None:
                 following.cancel()
