@@ -233,8 +233,9 @@ class RunnerActor:
         """Stream one attempt: per step, its screenshot in pieces ("png", bytes) and its accessibility
         tree in pieces ("a11y", bytes) when it has one (its line names the file), then ("step", line,
         the screenshot's step or None); ("lease", record) for each env it takes or gives back; the
-        episode's video in pieces ("mp4", bytes), then ("video",); at the end ("end", episode line). A piece and a step's line stay apart: together they could outgrow
-        what Ray hands over directly, and an object left in a dead node's store can never be read."""
+        episode's video in pieces ("mp4", bytes), then ("video",); at the end ("end", episode line).
+        A piece and a step's line stay apart: together they could outgrow what Ray hands over
+        directly, and an object left in a dead node's store can never be read."""
         out: asyncio.Queue = asyncio.Queue()
         task = task_from_dict(item)  # checked by the driver before it sent the pair
         stream = _Stream(out, asyncio.get_running_loop())
