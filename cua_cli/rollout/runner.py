@@ -209,27 +209,17 @@ def file_attempt(queue, item: dict, rec: dict) -> None:
 
 
 class IdleSlots:
-    """What slots that found nothing to claim look at, once per interval however many of them ask."""
+    """What a dispatcher that found nothing to claim does: scan for expired claims, once per interval
+    however often it asks (in the queue's thread, its only caller)."""
 
     def __init__(self, queue, rcfg):
         self.queue, self.rcfg = queue, rcfg
         self._last_reclaim = 0.0
-        self._reclaim_lock = threading.Lock()
-        self._idle_checked = (-1e9, False)  # (when, whether the queue was drained)
-        self._idle_lock = threading.Lock()
-
-    def drained(self) -> bool:
-        """Nothing pending or claimed: looked at once per poll interval."""
-        with self._idle_lock:
-            if time.monotonic() - self._idle_checked[0] >= self.rcfg.poll_s / 2:
-                self._idle_checked = (time.monotonic(), self.queue.idle())
-            return self._idle_checked[1]
 
     def maybe_reclaim(self) -> None:
         # A lease expires only after lease_ttl_s, so one scan every quarter of it is enough;
         # the backend reclaims the claims of runners it saw die at once.
-        with self._reclaim_lock:
-            if time.monotonic() - self._last_reclaim < self.rcfg.lease_ttl_s / 4:
-                return
-            self._last_reclaim = time.monotonic()
+        if time.monotonic() - self._last_reclaim < self.rcfg.lease_ttl_s / 4:
+            return
+        self._last_reclaim = time.monotonic()
         self.queue.reclaim()
