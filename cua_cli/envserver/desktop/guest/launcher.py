@@ -248,8 +248,8 @@ def start_gnome(as_user: dict, log) -> None:
     _wait_for_shell(as_user, deadline)
     for daemon in ("gsd-xsettings", "gsd-media-keys"):
         subprocess.Popen([f"/usr/libexec/{daemon}"], **as_user)
-    # Ctrl+Alt+T is media-keys' to turn into a terminal: a first action must not come before it is
-    # on the bus (on a loaded host that took longer than an agent's first key press).
+    # The keys media-keys turns into actions (volume, screenshots, ...) must work from an agent's first
+    # action: it must be on the bus first (on a loaded host that took longer than a first key press).
     _wait_for_bus_name(as_user, "org.gnome.SettingsDaemon.MediaKeys", deadline)
 
 

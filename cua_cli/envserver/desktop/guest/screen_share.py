@@ -18,10 +18,8 @@ CONTROL_SOCKET = "vnc-control.sock"
 
 
 def _x11vnc_args(display: str, control: bool) -> list[str]:
-    # -repeat: x11vnc would turn the desktop's key autorepeat off while a viewer is connected: watching
-    # must not change the desktop, and a Ctrl+Alt+T pressed on a fresh GNOME desktop through the page
-    # was lost more often then (3 first presses in 8; 1 in 13 with it). -defer 30: a screen every 30 ms
-    # at most, little CPU.
+    # -repeat: x11vnc would turn the desktop's key autorepeat off while a viewer is connected, and
+    # watching must not change the desktop. -defer 30: a screen every 30 ms at most, little CPU.
     return ["x11vnc", "-inetd", "-display", display, *([] if control else ["-viewonly"]), "-nosel", "-nopw",
             "-quiet", "-noxrecord", "-repeat", "-wait", "30", "-defer", "30"]
 
