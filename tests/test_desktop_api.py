@@ -1,11 +1,11 @@
 """cua's own desktops (cua_cli/envserver/desktop): OSWorld's in-VM API against a real sandboxed X
-session (Xvfb, openbox, D-Bus, AT-SPI), reached over HTTP on the desktop's own port."""
+session (Xvfb, GNOME, D-Bus, AT-SPI), reached over HTTP on the desktop's own port."""
 
 import json
 import time
 
 import pytest
-from helpers.desktops import PREFIX, needs_desktops, png_size, request, run
+from helpers.desktops import PREFIX, keyboard_switches, needs_desktops, png_size, request, run
 
 from cua_cli.envserver.desktop.desktop import LocalDesktop
 
@@ -144,3 +144,14 @@ def test_pyautogui_still_runs_after_the_code_killed_its_forker(url):
     run(url, "pkill -f zygote[.]py", shell=True)
     out = run(url, ["python", "-c", PREFIX + "print(pyautogui.size())"])
     assert out["output"] == "Size(width=1920, height=1080)\n"
+
+
+def test_an_openbox_desktops_first_key_switches_no_keyboard(tmp_path):
+    """As on GNOME (test_desktop_gnome.py), X's core keyboard is on XTest's device before the window
+    manager starts, whichever the session: no grab of its is at stake on a first key."""
+    tmp_path.chmod(0o711)
+    d = LocalDesktop(tmp_path, "127.0.0.1", (1280, 720), session="openbox")
+    try:
+        assert keyboard_switches(f"http://127.0.0.1:{d.port}") == 0
+    finally:
+        d.close()

@@ -63,3 +63,32 @@ def run(url: str, command, shell: bool = False) -> dict:
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     return struct.unpack(">II", data[16:24])
+
+
+# Inside the desktop: select XKB's NewKeyboardNotify, press and release Shift through XTest (as
+# pyautogui, xdotool and the live page's x11vnc do), and count the notices that X's core keyboard
+# switched device. Each such switch makes the window manager drop and retake every key grab.
+_KEYBOARD_SWITCHES = """
+import ctypes
+x11, xtest = ctypes.CDLL("libX11.so.6"), ctypes.CDLL("libXtst.so.6")
+x11.XOpenDisplay.restype = ctypes.c_void_p
+display = ctypes.c_void_p(x11.XOpenDisplay(None))
+opcode, event, error, major, minor = (ctypes.c_int(v) for v in (0, 0, 0, 1, 0))
+assert x11.XkbQueryExtension(display, *map(ctypes.byref, (opcode, event, error, major, minor)))
+NEW_KEYBOARD, CORE = ctypes.c_uint(1), ctypes.c_uint(0x100)  # XkbNewKeyboardNotifyMask, XkbUseCoreKbd
+x11.XkbSelectEvents(display, CORE, NEW_KEYBOARD, NEW_KEYBOARD)
+shift = x11.XKeysymToKeycode(display, ctypes.c_ulong(0xFFE1))
+for down in (1, 0):
+    xtest.XTestFakeKeyEvent(display, shift, down, ctypes.c_ulong(0))
+x11.XSync(display, 0)  # X has handled the keys: a switch's notice is queued by now
+switches, buf = 0, (ctypes.c_char * 192)()
+while x11.XPending(display):
+    x11.XNextEvent(display, buf)
+    switches += ctypes.c_int.from_buffer(buf).value == event.value
+print(switches)
+"""
+
+
+def keyboard_switches(url: str) -> int:
+    """How many times X's core keyboard switched device for one key through XTest on the desktop."""
+    return int(run(url, ["python", "-c", _KEYBOARD_SWITCHES])["output"])

@@ -208,6 +208,13 @@ def start_session(cfg: dict, log) -> None:
     started(["Xvfb", ":0", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-noreset",
              "+extension", "GLX", "-displayfd"], "{}")
     _wait_connectable("/tmp/.X11-unix/X0")
+    # Every key an agent (or a person on the live page) presses reaches X through XTest, whose keyboard
+    # is a device of its own. On the first such key X switches its core keyboard to that device and
+    # tells every client the keymap changed; the window manager then drops and retakes all its key
+    # grabs, and a key arriving in between goes to no grab (a fresh GNOME desktop lost its first
+    # Ctrl+Alt+T about one time in five on a busy host). One Shift through XTest before any client
+    # is up makes that switch once, for good.
+    subprocess.run(["xdotool", "key", "shift"], check=True, **as_user)
     started(["dbus-daemon", "--session", "--nofork", "--nopidfile",
              "--address=unix:path=/run/user/1000/bus"], "--print-address={}")
     if cfg["session"] == "gnome":
