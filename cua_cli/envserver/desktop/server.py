@@ -55,6 +55,11 @@ def remove_orphans(parent: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+# What every desktop's session starts whatever its window manager (guest/launcher.py): X, its bus,
+# and xdotool, whose first key settles X's keyboard before the window manager takes its grabs.
+DESKTOP_TOOLS = (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool"))
+
+
 def host_cgroups(limits: DesktopQuota) -> Cgroups | None:
     """The cgroups this server's desktops go in, once it is sure it can also build their disks."""
     if not limits.enforce:
@@ -78,6 +83,14 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
     token = os.environ.get(token_env, "") if token_env else ""
     if not token:
         raise InputError(f"set the allocation token in the environment variable {token_env or '(none named)'}")
+    needs = {"gnome": "gnome-shell", "openbox": "openbox"}.get(session)
+    if needs is None:
+        raise InputError(f"--session must be gnome or openbox, not {session!r}")
+    if not shutil.which(needs):
+        raise InputError(f"--session {session} needs {needs} (Debian's package {needs}): run scripts/setup_env.sh")
+    for tool, package in DESKTOP_TOOLS:
+        if not shutil.which(tool):
+            raise InputError(f"desktops need {tool} (Debian's package {package}): run scripts/setup_env.sh")
     if os.geteuid() != 0:
         raise InputError("desktops need root: the server maps each desktop's user namespace to its own host uids")
     if max_desktops < 1 or warm < 0:
@@ -85,11 +98,6 @@ def make_server(host: str = "127.0.0.1", port: int = 0, token_env: str = "CUA_EN
     width, height = screen
     if not (64 <= width <= 8192 and 64 <= height <= 8192):
         raise InputError("--screen must be WIDTHxHEIGHT, each 64-8192")
-    needs = {"gnome": "gnome-shell", "openbox": "openbox"}.get(session)
-    if needs is None:
-        raise InputError(f"--session must be gnome or openbox, not {session!r}")
-    if not shutil.which(needs):
-        raise InputError(f"--session {session} needs {needs} (Debian's package {needs}): run scripts/setup_env.sh")
     cgroups = host_cgroups(limits)
     remove_orphans(Path(workdir or tempfile.gettempdir()))
     base = Path(tempfile.mkdtemp(prefix=PREFIX, dir=workdir))
