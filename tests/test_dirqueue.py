@@ -131,6 +131,24 @@ def test_dead_local_owner_is_reclaimed_at_once(tmp_path):
     assert q.counts()["pending"] == 1
 
 
+def test_a_released_claim_is_pending_again_as_it_was_with_no_episode_line(tmp_path):
+    q = make_queue(tmp_path, lease_ttl=600)
+    q.enqueue([{"task_id": "x", "domain": None}], samples=1)
+    q.release(q.claim())
+    assert q.counts()["pending"] == 1 and q.counts()["claimed"] == 0
+    again = q.claim()
+    assert (again["attempt"], again["errors"]) == (0, 0), "released unplayed: no attempt counted"
+    assert read_lines(tmp_path / "episodes.jsonl") == []
+    # A claim reclaimed from under its holder is someone else's: releasing it then changes nothing.
+    other = make_queue(tmp_path, lease_ttl=600)
+    assert other.reclaim(dead_pids=(os.getpid(),)) == 1
+    taken = other.claim()
+    q.release(again)
+    assert q.counts()["claimed"] == 1 and taken["attempt"] == 1
+    other.finish(taken, record(taken))
+    assert q.counts()["done"] == 1
+
+
 def test_dropped_file_is_scheduled_and_bad_file_rejected(tmp_path):
     q = make_queue(tmp_path)
     pending = tmp_path / "queue" / "pending"

@@ -21,7 +21,7 @@ from helpers.waiting import wait_for
 from cua_cli.rollout.driver import STOP_GRACE_S
 
 EPISODES = 2000
-# Threads a runner process may have: the loop's, the queue's, the writers', the stop watch's, a few more
+# Threads a runner process may have: the loop's, the queue's, the writers', a few more
 # of Python's own. A thread per episode would be EPISODES of them.
 MAX_THREADS = 32
 

@@ -14,7 +14,6 @@ import gc
 import os
 import resource
 import socket
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -45,6 +44,12 @@ class RunnerSpec:
     watch: bool         # keep polling the queue once it is empty
 
 
+class Stop(Protocol):
+    """The run's stop as a runner reads it: set once, never cleared."""
+
+    def is_set(self) -> bool: ...
+
+
 class Plays(Protocol):
     """What plays a claimed pair: a Player here, or runner actors on Ray (backends/ray.py)."""
 
@@ -64,7 +69,7 @@ class Runner:
         self.idle = IdleSlots(self.queue, cfg.runner)
         self.refused: str | None = None  # a file or folder of the run it would not write through: it stopped
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: Stop) -> None:
         """Play pairs until the queue is done (or `stop` is set)."""
         open_files_to_the_limit()
         gc.freeze()  # what was built before the loop lives as long as it: collections skip it
@@ -74,7 +79,8 @@ class Runner:
         with asyncio.Runner(loop_factory=loop_factory()) as loop:
             loop.run(self._run(stop))
 
-    async def _run(self, stop: threading.Event) -> None:
+    async def _run(self, stop: Stop) -> None:
+        self.stop = stop
         self.interrupt = Interrupt()
         self.woken = asyncio.Event()  # an attempt ended, or the run stops: the dispatcher looks again
         self.queue_thread = Workers(1, "cua-queue")
@@ -91,7 +97,7 @@ class Runner:
     async def _queue(self, fn, *args):
         return await self.queue_thread.run(fn, *args)
 
-    async def _watch(self, stop: threading.Event) -> None:
+    async def _watch(self, stop: Stop) -> None:
         while not stop.is_set():
             await asyncio.sleep(STOP_POLL_S)
         self._stop()
@@ -123,6 +129,11 @@ class Runner:
                     await self._queue(self.idle.maybe_reclaim)
                     await self._woken(self.cfg.runner.poll_s)
                     continue
+                if self.interrupt.is_set() or self.stop.is_set():
+                    # Told to stop as it claimed: another runner may have just put this pair back
+                    # on its way out. Giving it back unplayed leaves no line of an attempt never begun.
+                    await self._queue(self.queue.release, item)
+                    break
                 task = await self._queue(checked_task, self.queue, item)
             except UnwritableRun as e:  # the queue's files: no pair can be claimed or filed
                 self._refuse(e)

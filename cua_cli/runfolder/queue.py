@@ -235,6 +235,18 @@ class DirQueue:
             os.remove(self._path("claimed", key))
             return state
 
+    def release(self, item: dict) -> None:
+        """Put a claimed pair back in pending as it was, with no episode line: its attempt never began
+        (the run was told to stop as it was claimed)."""
+        key = item["key"]
+        with self._held_lock:
+            token = self._held.pop(key, None)
+        with self._lock:
+            if token is None or not self._still_ours(key, token):
+                return  # reclaimed meanwhile: it is someone else's now
+            _write_json(self._path("pending", key), {k: v for k, v in item.items() if k not in ("lease", "key")})
+            os.remove(self._path("claimed", key))
+
     def heartbeat(self) -> None:
         """Renew the leases this process holds (their mtime is the heartbeat)."""
         with self._held_lock:

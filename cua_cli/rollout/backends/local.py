@@ -12,7 +12,6 @@ import math
 import multiprocessing as mp
 import os
 import sys
-import threading
 from dataclasses import replace
 
 from ..._util.signals import dump_stacks_on_sigusr1, ignore_stop_signals
@@ -29,7 +28,6 @@ EXIT_REFUSED = UnwritableRun.exit_code
 # Episode slots worth a runner process of their own: waiting costs a loop nothing, but at about 1 ms
 # of CPU per step, 256 slots of 1-second steps keep one interpreter a quarter busy.
 SLOTS_PER_PROCESS = 256
-STOP_POLL_S = 0.2  # how soon a runner sees the stop flag or its parent's death
 
 
 def default_processes(num_envs: int) -> int:
@@ -40,29 +38,30 @@ def default_processes(num_envs: int) -> int:
 def _process_main(spec: RunnerSpec, parent_pid: int, stop_flag, shared) -> None:
     ignore_stop_signals()  # the main process got the same signal and decides how to stop
     dump_stacks_on_sigusr1()
-    stop, done = threading.Event(), threading.Event()
-
-    def watch():
-        # The flag is plain shared memory, read without a lock: a runner killed at any moment can
-        # leave no lock held behind it (a multiprocessing.Event can, and its set() then waits forever).
-        # An orphaned runner stops as on Ctrl-C: its parent (the rollout) is gone.
-        while not done.wait(STOP_POLL_S):
-            if stop_flag.value or os.getppid() != parent_pid:
-                stop.set()
-                return
-
-    threading.Thread(target=watch, name="stop-watch", daemon=True).start()
     try:
         runner = Runner(spec, shared)
-        runner.run(stop)
+        runner.run(_StopFlag(stop_flag, parent_pid))
         refused = runner.refused is not None
     except UnwritableRun as e:  # its queue's folders, as it opened them
         refused_stop(e)
         refused = True
-    finally:
-        done.set()
     if refused:
         sys.exit(EXIT_REFUSED)
+
+
+class _StopFlag:
+    """The rollout's stop as its runner processes read it, where it is whenever asked: a runner that
+    has just claimed a pair sees a stop another runner has already acted on.
+
+    The flag is plain shared memory, read without a lock: a runner killed at any moment can leave no
+    lock held behind it (a multiprocessing.Event can, and its set() then waits forever). An orphaned
+    runner stops as on Ctrl-C: its parent (the rollout) is gone."""
+
+    def __init__(self, flag, parent_pid: int):
+        self.flag, self.parent_pid = flag, parent_pid
+
+    def is_set(self) -> bool:
+        return bool(self.flag.value) or os.getppid() != self.parent_pid
 
 
 class _InSharedMemory:
