@@ -155,6 +155,22 @@ EVENTS = st.lists(st.builds(
     chars=st.tuples(st.one_of(st.none(), st.characters()), st.one_of(st.none(), st.characters()))), max_size=60)
 
 
+def test_a_key_pressed_while_a_button_is_held_comes_after_the_click_even_taken_in_between():
+    """The key's gesture ends first; the click began first, and its step comes first. Found by the
+    property below."""
+    p = Person()
+    p.button(1, 10, 20, True)
+    p.char("a")
+    g = Gestures()
+    for ev in p.events:
+        g.add(ev)
+    assert g.take() == []  # typing may go on, and the click it came after is still held
+    p.button(1, 10, 20, False)
+    g.add(p.events[-1])
+    g.flush()
+    assert [x.action.type for x in g.take(everything=True)] == ["click", "type"]
+
+
 @settings(max_examples=300, deadline=None)
 @given(EVENTS)
 def test_any_events_make_valid_actions_in_order(events):

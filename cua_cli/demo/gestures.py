@@ -16,6 +16,7 @@ keeps it in `held` (neither action space can say it). Middle clicks and Shift ta
 nothing either action space can replay, and are left out.
 """
 
+import math
 from dataclasses import dataclass, field
 
 from ..actions import Action
@@ -103,9 +104,17 @@ class Gestures:
         begun = [self.text, self.press, self.click, self.scroll, *(ev for _, ev in self.held.values())]
         return {g.frame for g in begun if g is not None} | {g.frame for g in self.out}
 
-    def take(self) -> list[Gesture]:
-        out, self.out = self.out, []
-        return out
+    def take(self, everything: bool = False) -> list[Gesture]:
+        """Finished gestures in the order they began. One that began after a gesture still going on (a
+        button held, a click that may become a double one, typing or a scroll that may go on) waits for
+        it: a key pressed while a button is held ends first, but its step comes after the click's.
+        `everything`: the demonstration is over, nothing waits."""
+        going = [g.t for g in (self.text, self.press, self.click, self.scroll) if g is not None]
+        until = math.inf if everything else min(going, default=math.inf)
+        self.out.sort(key=lambda g: g.t)  # stable: gestures begun at once keep the order they ended in
+        ready = [g for g in self.out if g.t < until]
+        self.out = self.out[len(ready):]
+        return ready
 
     def add(self, ev: Event) -> None:
         if ev.kind == "key":

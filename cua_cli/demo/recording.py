@@ -145,8 +145,8 @@ class _Play:
             self.shots[fid] = self.api.input_frame(fid, budget) or self.api.screenshot(budget)
         await self.write()
 
-    async def write(self) -> None:
-        for g in self.gestures.take():
+    async def write(self, final: bool = False) -> None:
+        for g in self.gestures.take(everything=final):
             await self._line(g.action, self.shots[g.frame], g.t + self.clock, {"human_s": round(g.end - g.t, 4)},
                        {"held_keys": list(g.held)} if g.held else {})
         keep = self.gestures.frames()
@@ -156,7 +156,7 @@ class _Play:
         """The person's verdict as the last step, on the screen they gave it on."""
         await self.read()
         self.gestures.flush()
-        await self.write()
+        await self.write(final=True)
         await self._line(action, self.api.screenshot(self.demo.budget.unhurried()), time.time(), {}, {})
 
     async def _line(self, action: Action, png: bytes, wall: float, timings: dict, extra: dict) -> None:
