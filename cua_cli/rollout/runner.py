@@ -85,7 +85,7 @@ class Runner:
         self.woken = asyncio.Event()  # an attempt ended, or the run stops: the dispatcher looks again
         self.queue_thread = Workers(1, "cua-queue")
         self.writes = Writes()
-        helpers = [asyncio.ensure_future(c) for c in (self._watch(stop), self._heartbeat())]
+        helpers = [asyncio.ensure_future(c) for c in (self._watch(), self._heartbeat())]
         try:
             await self._dispatch()
         finally:
@@ -97,8 +97,8 @@ class Runner:
     async def _queue(self, fn, *args):
         return await self.queue_thread.run(fn, *args)
 
-    async def _watch(self, stop: Stop) -> None:
-        while not stop.is_set():
+    async def _watch(self) -> None:
+        while not self.stop.is_set():
             await asyncio.sleep(STOP_POLL_S)
         self._stop()
 

@@ -215,37 +215,36 @@ class DirQueue:
         episode line is written even if the lease was lost meanwhile: a
         finished attempt is never thrown away. Returns the new state.
         """
-        key = item["key"]
-        with self._held_lock:
-            token = self._held.pop(key, None)
+        nxt = dict(item)
+        if give_up:
+            state = "failed"
+        elif not retry:
+            state = "done"
+        else:
+            nxt["attempt"] += 1
+            nxt["errors"] += int(count_error)
+            state = "failed" if nxt["errors"] >= self.max_attempts else "pending"
         with self._lock:
             append_line(self.episodes_path, record)
-            if token is None or not self._still_ours(key, token):
-                return "lost"
-            nxt = {k: v for k, v in item.items() if k not in ("lease", "key")}
-            if give_up:
-                state = "failed"
-            elif not retry:
-                state = "done"
-            else:
-                nxt["attempt"] += 1
-                nxt["errors"] += int(count_error)
-                state = "failed" if nxt["errors"] >= self.max_attempts else "pending"
-            _write_json(self._path(state, key), nxt)
-            os.remove(self._path("claimed", key))
-            return state
+            return state if self._move_claimed(nxt, state) else "lost"
 
     def release(self, item: dict) -> None:
         """Put a claimed pair back in pending as it was, with no episode line: its attempt never began
-        (the run was told to stop as it was claimed)."""
+        (the run was told to stop as it was claimed). A pair reclaimed meanwhile is someone else's now."""
+        with self._lock:
+            self._move_claimed(item, "pending")
+
+    def _move_claimed(self, item: dict, state: str) -> bool:
+        """Give up our hold on `item` and, if its claim is still ours, write it to `state` (without its
+        lease and key) in place of the claim. Called under `_lock`; False when the claim was lost."""
         key = item["key"]
         with self._held_lock:
             token = self._held.pop(key, None)
-        with self._lock:
-            if token is None or not self._still_ours(key, token):
-                return  # reclaimed meanwhile: it is someone else's now
-            _write_json(self._path("pending", key), {k: v for k, v in item.items() if k not in ("lease", "key")})
-            os.remove(self._path("claimed", key))
+        if token is None or not self._still_ours(key, token):
+            return False
+        _write_json(self._path(state, key), {k: v for k, v in item.items() if k not in ("lease", "key")})
+        os.remove(self._path("claimed", key))
+        return True
 
     def heartbeat(self) -> None:
         """Renew the leases this process holds (their mtime is the heartbeat)."""
