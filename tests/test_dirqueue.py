@@ -25,16 +25,17 @@ def record(item, outcome="success"):
             "outcome": outcome, "pid": os.getpid()}
 
 
-def _drain(root, start):
+def _drain(root, start, batch):
     import pathlib
     q = make_queue(pathlib.Path(root))
     start.wait(120)  # all claimers start together, however slowly each was spawned, so they really race
     while True:
-        item = q.claim()
-        if item is None:
+        items = q.claim_some(batch) if batch > 1 else [i for i in [q.claim()] if i is not None]
+        if not items:
             return
         time.sleep(0.01)  # a little work between claim and finish
-        q.finish(item, record(item))
+        for item in items:
+            q.finish(item, record(item))
 
 
 def test_claim_race_each_item_processed_once(tmp_path):
@@ -43,7 +44,8 @@ def test_claim_race_each_item_processed_once(tmp_path):
     assert q.enqueue(tasks, samples=2) == 200
     ctx = mp.get_context("spawn")
     start = ctx.Barrier(6)
-    procs = [ctx.Process(target=_drain, args=(str(tmp_path), start)) for _ in range(6)]
+    # Half claim one pair at a time, half up to seven at once, as runners with many free slots do.
+    procs = [ctx.Process(target=_drain, args=(str(tmp_path), start, 1 if i % 2 else 7)) for i in range(6)]
     for p in procs:
         p.start()
     for p in procs:
@@ -129,6 +131,21 @@ def test_dead_local_owner_is_reclaimed_at_once(tmp_path):
     p.join()
     assert q.reclaim() == 1
     assert q.counts()["pending"] == 1
+
+
+def test_claim_some_takes_up_to_n_pairs_each_with_its_own_lease(tmp_path):
+    q = make_queue(tmp_path)
+    q.enqueue([{"task_id": f"t{i}", "domain": "d"} for i in range(5)], samples=1)
+    first = q.claim_some(3)
+    assert len(first) == 3 and len({i["lease"]["token"] for i in first}) == 3
+    rest = q.claim_some(3)
+    assert len(rest) == 2, "fewer than asked: no more were pending"
+    assert q.claim_some(3) == []
+    assert sorted(i["task_id"] for i in first + rest) == [f"t{i}" for i in range(5)]
+    assert q.counts()["claimed"] == 5
+    for item in first + rest:
+        q.finish(item, record(item))
+    assert q.counts() == {"pending": 0, "claimed": 0, "done": 5, "failed": 0}
 
 
 def test_a_released_claim_is_pending_again_as_it_was_with_no_episode_line(tmp_path):

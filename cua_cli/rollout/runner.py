@@ -2,10 +2,11 @@
 
 Episodes spend their time waiting on HTTP, so one loop carries thousands of
 them: each is a coroutine, and a slot is a number an attempt holds while it
-runs. A dispatcher claims a pair whenever a slot is free and starts its
-attempt; the queue's file work (claims, filing, heartbeats) runs in a thread
-of its own and the attempts' writes in a small pool (writes.py), so no disk
-wait holds the loop. A claim never outlives its attempt.
+runs. A dispatcher claims pairs whenever slots are free and starts their
+attempts; an ended attempt gives its slot back at once and a filer files its
+pair. The queue's file work (claims, filing, heartbeats) runs in a thread of
+its own and the attempts' writes in a small pool (writes.py), so no disk wait
+holds the loop. A claim never outlives its attempt's filing.
 docs/design/runner-loop.md tells the whole design.
 """
 
@@ -32,6 +33,9 @@ from .writes import AttemptWriter, Writes
 
 STOP_POLL_S = 0.1  # how soon the loop sees its process told to stop
 YOUNG_COLLECTION = 20_000  # new objects between collections of the youngest generation (Python: 700)
+# Pairs claimed, or attempts filed, in one hand-off to the queue's thread: a thousand slots freed at
+# once are filled in batches, and the other runners' claims and filings come in between.
+QUEUE_BATCH = 32
 
 
 @dataclass
@@ -82,13 +86,20 @@ class Runner:
     async def _run(self, stop: Stop) -> None:
         self.stop = stop
         self.interrupt = Interrupt()
-        self.woken = asyncio.Event()  # an attempt ended, or the run stops: the dispatcher looks again
+        self.woken = asyncio.Event()  # a slot is free, a pair filed, or the run stops: the dispatcher looks again
+        self.to_file: list[tuple[dict, dict]] = []  # ended attempts' (pair, episode line), for the filer
+        self.ended = asyncio.Event()  # something to file, or the dispatcher is done: the filer looks again
         self.queue_thread = Workers(1, "cua-queue")
         self.writes = Writes()
+        self.dispatching = True
         helpers = [asyncio.ensure_future(c) for c in (self._watch(), self._heartbeat())]
+        filer = asyncio.ensure_future(self._filer())
         try:
             await self._dispatch()
         finally:
+            self.dispatching = False
+            self.ended.set()
+            await filer  # every ended attempt's pair is filed before the runner goes
             for h in helpers:
                 h.cancel()
             self.writes.close()
@@ -112,8 +123,8 @@ class Runner:
             await self._queue(self.queue.heartbeat)
 
     async def _dispatch(self) -> None:
-        """Claim a pair whenever a slot is free and play it there, until the queue is done or the run stops;
-        then wait for the attempts still running (a stop ends them as interrupted)."""
+        """Claim pairs whenever slots are free and play them there, until the queue is done or the run
+        stops; then wait for the attempts still running (a stop ends them as interrupted)."""
         now = time.monotonic()
         free = [(i, now) for i in reversed(range(self.spec.slots))]  # (slot, free since)
         running: set[asyncio.Future] = set()
@@ -122,33 +133,34 @@ class Runner:
                 await self._woken()
                 continue
             try:
-                item = await self._queue(self.queue.claim)
-                if item is None:
-                    if not self.spec.watch and await self._queue(self.queue.idle):  # nothing pending or claimed
+                claimed = await self._queue(claim_tasks, self.queue, min(len(free), QUEUE_BATCH))
+                if not claimed:
+                    # Nothing pending or claimed (pairs still to file are claimed: one may come back).
+                    if not self.spec.watch and await self._queue(self.queue.idle):
                         break
                     await self._queue(self.idle.maybe_reclaim)
                     await self._woken(self.cfg.runner.poll_s)
                     continue
                 if self.interrupt.is_set() or self.stop.is_set():
-                    # Told to stop as it claimed: another runner may have just put this pair back
-                    # on its way out. Giving it back unplayed leaves no line of an attempt never begun.
-                    await self._queue(self.queue.release, item)
+                    # Told to stop as it claimed: another runner may have just put these pairs back
+                    # on its way out. Giving them back unplayed leaves no line of an attempt never begun.
+                    await self._queue(release_all, self.queue, [item for item, _ in claimed])
                     break
-                task = await self._queue(checked_task, self.queue, item)
             except UnwritableRun as e:  # the queue's files: no pair can be claimed or filed
                 self._refuse(e)
                 break
-            if task is None:
-                continue
-            slot, since = free.pop()
-            attempt = asyncio.ensure_future(self._attempt(item, task, slot, time.monotonic() - since))
-            running.add(attempt)
+            for item, task in claimed:
+                if task is None:
+                    continue
+                slot, since = free.pop()
+                attempt = asyncio.ensure_future(self._attempt(item, task, slot, time.monotonic() - since))
+                running.add(attempt)
 
-            def ended(a, slot=slot):
-                running.discard(a)
-                free.append((slot, time.monotonic()))
-                self.woken.set()
-            attempt.add_done_callback(ended)
+                def ended(a, slot=slot):
+                    running.discard(a)
+                    free.append((slot, time.monotonic()))
+                    self.woken.set()
+                attempt.add_done_callback(ended)
         if running:
             await asyncio.wait(running)
 
@@ -167,12 +179,26 @@ class Runner:
             rec = await self.player.play(item, task, self.writes.attempt(traj), self.interrupt)
         finally:
             traj.close()
-        if rec is None:
-            return
+        if rec is not None:  # the slot is free again at once: its next claim never waits behind a filing
+            self.to_file.append((item, placed(rec, self.lane(slot), waited)))
+            self.ended.set()
+
+    async def _filer(self) -> None:
+        """File ended attempts' pairs, a batch per hand-off, until the dispatcher is done and all are filed."""
         try:
-            await self._queue(file_attempt, self.queue, item, placed(rec, self.lane(slot), waited))
-        except UnwritableRun as e:  # episodes.jsonl or the queue: no pair can be filed, so the runner stops
-            self._refuse(e)
+            while self.to_file or self.dispatching:
+                if not self.to_file:
+                    self.ended.clear()
+                    await self.ended.wait()
+                    continue
+                batch, self.to_file = self.to_file[:QUEUE_BATCH], self.to_file[QUEUE_BATCH:]
+                refused = await self._queue(file_attempts, self.queue, batch)
+                if refused is not None:  # episodes.jsonl or the queue: no pair can be filed, so the runner stops
+                    self._refuse(refused)
+                self.woken.set()  # a pair back in pending, or the last claim gone: the dispatcher looks again
+        except BaseException:
+            self._stop()  # a bug: no attempt is started that could not be filed
+            raise
 
     def _refuse(self, e: UnwritableRun) -> None:
         if self.refused is None:  # said once, not by every attempt that meets it on its way out
@@ -208,6 +234,12 @@ def placed(rec: dict, lane: str, waited_s: float) -> dict:
     return {**rec, "lane": lane, "claim_wait_s": round(waited_s, 4)}
 
 
+def claim_tasks(queue, n: int) -> list[tuple[dict, Task | None]]:
+    """Up to `n` claimed pairs with their tasks (none: nothing pending). A malformed task is filed as
+    bad_task, never left claimed, and comes with None."""
+    return [(item, checked_task(queue, item)) for item in queue.claim_some(n)]
+
+
 def checked_task(queue, item: dict):
     """A claimed pair's task; a malformed one is filed as bad_task, never left claimed, and gives None."""
     try:
@@ -215,6 +247,22 @@ def checked_task(queue, item: dict):
     except BadTask as e:
         queue.finish(item, error_line(item, "bad_task", f"bad task: {e}"), give_up=True)
         return None
+
+
+def release_all(queue, items: list[dict]) -> None:
+    for item in items:
+        queue.release(item)
+
+
+def file_attempts(queue, batch: list[tuple[dict, dict]]) -> UnwritableRun | None:
+    """File each (pair, episode line); the first refusal, if any (the others are tried all the same)."""
+    refused = None
+    for item, rec in batch:
+        try:
+            file_attempt(queue, item, rec)
+        except UnwritableRun as e:
+            refused = refused or e
+    return refused
 
 
 def file_attempt(queue, item: dict, rec: dict) -> None:

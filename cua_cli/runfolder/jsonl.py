@@ -38,24 +38,39 @@ def append_line(path, obj, dir_fd: int | None = None, shown=None) -> None:
     One `os.write` on an O_APPEND descriptor, so lines of concurrent writers
     never interleave. A crash can still leave a torn last line (no newline):
     the next append then starts a new line, so the torn bytes never join its
-    record. Lone surrogates in strings are written as \\uXXXX escapes, so the
-    file stays UTF-8 and reads back to the same strings. The file is opened as
-    every run file is written (confined.open_writable): a link or a FIFO there
-    raises UnwritableRun, naming `shown` (else `path`), and nothing is written.
-    `dir_fd`: `path` is a name in that open folder.
+    record. The file is opened as every run file is written
+    (confined.open_writable): a link or a FIFO there raises UnwritableRun,
+    naming `shown` (else `path`), and nothing is written. `dir_fd`: `path` is
+    a name in that open folder.
     """
+    data = line_bytes(obj)
+    fd, lead = open_appending(path, dir_fd=dir_fd, shown=shown)
+    try:
+        os.write(fd, lead + data)
+    finally:
+        os.close(fd)
+
+
+def line_bytes(obj) -> bytes:
+    """One JSON object as a line. Lone surrogates in strings are written as \\uXXXX escapes, so the
+    file stays UTF-8 and reads back to the same strings."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
     # Only lone surrogates cannot be encoded, and json.dumps puts them only inside
     # strings, where backslashreplace's \udXXX is exactly the JSON escape.
-    data = text.encode("utf-8", "backslashreplace")
+    return text.encode("utf-8", "backslashreplace")
+
+
+def open_appending(path, dir_fd: int | None = None, shown=None) -> tuple[int, bytes]:
+    """An O_APPEND descriptor of `path` (opened as append_line opens it), and what the first line
+    written through it starts with: a newline after a torn last line (an empty line is harmless, a
+    joined one loses a record), else nothing."""
     fd, st = open_writable_stat(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, dir_fd=dir_fd, shown=shown)
     try:
-        size = st.st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data  # an empty line is harmless, a joined one loses a record
-        os.write(fd, data)
-    finally:
+        torn = st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n"
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, b"\n" if torn else b""
 
 
 def read_lines(path, warn=True) -> list[dict]:

@@ -162,40 +162,58 @@ class DirQueue:
 
     def claim(self):
         """Take one pending pair, or None. The caller must finish() or release() it."""
+        got = self.claim_some(1)
+        return got[0] if got else None
+
+    def claim_some(self, n: int) -> list[dict]:
+        """Take up to `n` pending pairs under one hold of the lock (fewer: no more were pending).
+        The caller must finish() or release() each."""
+        got = []
         with self._lock:
-            while True:
+            try:
+                while len(got) < n and (item := self._claim_one()) is not None:
+                    got.append(item)
+            except Exception:
+                if not got:
+                    raise
+                # The pairs already claimed are handed over; the next claim meets the failure again.
+            return got
+
+    def _claim_one(self) -> dict | None:
+        """One pending pair claimed, or None (under the lock)."""
+        while True:
+            if not self._pending:
+                # Listed once per pass, not per claim: with thousands of pairs pending,
+                # a scan and sort under the lock for every claim would throttle every runner.
+                self._pending = sorted((e.name for e in os.scandir(self.root / "pending") if _is_item(e.name)),
+                                       reverse=True)
                 if not self._pending:
-                    # Listed once per pass, not per claim: with thousands of pairs pending,
-                    # a scan and sort under the lock for every claim would throttle every runner.
-                    self._pending = sorted((e.name for e in os.scandir(self.root / "pending") if _is_item(e.name)),
-                                           reverse=True)
-                    if not self._pending:
-                        return None
-                file = self._pending.pop()
-                name, path = file[:-5], os.path.join(self.root, "pending", file)
-                try:
-                    item = read_item(path)
-                except FileNotFoundError:
-                    continue  # taken by another claimer, or rejected
-                except (OSError, ValueError) as e:
-                    # A file we cannot use must neither block the queue nor vanish.
-                    self._reject(path, name, "pending", str(e))
-                    continue
-                # A dropped file may have any name: the pair's own key decides where it lives.
-                key = pair_key(item["task_id"], item["sample"])
-                if key != name and self._state_of(key) is not None:
-                    self._reject(path, name, "pending",
-                                 f"pair ({clip(item['task_id'], 200)!r}, {item['sample']}) is already queued")
-                    continue
-                self._schedule(item)  # files dropped in by other processes count too
-                token = uuid.uuid4().hex
-                item["lease"] = {"host": HOST, "pid": os.getpid(), "token": token, "claimed_at": time.time()}
-                os.replace(path, self._path("claimed", key))
-                _write_json(self._path("claimed", key), item)
-                with self._held_lock:
-                    self._held[key] = token
-                item["key"] = key
-                return item
+                    return None
+            file = self._pending.pop()
+            name, path = file[:-5], os.path.join(self.root, "pending", file)
+            try:
+                item = read_item(path)
+            except FileNotFoundError:
+                continue  # taken by another claimer, or rejected
+            except (OSError, ValueError) as e:
+                # A file we cannot use must neither block the queue nor vanish.
+                self._reject(path, name, "pending", str(e))
+                continue
+            # A dropped file may have any name: the pair's own key decides where it lives.
+            key = pair_key(item["task_id"], item["sample"])
+            if key != name and self._state_of(key) is not None:
+                self._reject(path, name, "pending",
+                             f"pair ({clip(item['task_id'], 200)!r}, {item['sample']}) is already queued")
+                continue
+            self._schedule(item)  # files dropped in by other processes count too
+            token = uuid.uuid4().hex
+            item["lease"] = {"host": HOST, "pid": os.getpid(), "token": token, "claimed_at": time.time()}
+            os.replace(path, self._path("claimed", key))
+            _write_json(self._path("claimed", key), item)
+            with self._held_lock:
+                self._held[key] = token
+            item["key"] = key
+            return item
 
     def _still_ours(self, key: str, token: str) -> bool:
         try:

@@ -14,7 +14,7 @@ from .._util.atomic import write_atomic
 from ..errors import InputError, UnreadableRun
 from . import page_cache, takeover
 from .confined import check_writable_dir, check_writable_file, make_dirs, open_writable
-from .jsonl import append_line
+from .jsonl import line_bytes, open_appending
 from .leases import LEASES, record
 from .names import encode_task_id
 from .queue import DirQueue, check_writable_queue
@@ -124,6 +124,7 @@ class TrajWriter:
         self.dir = Path(folder)
         self.run_path = Path(run_path)
         self._fd: int | None = None  # the attempt's folder, open once it is made
+        self._traj: int | None = None  # its traj.jsonl, open from the first step on: a step's line is one write
 
     def lease(self, rec: dict) -> None:
         """An env this attempt took (named with the attempt's folder, so the run can give back what a
@@ -174,7 +175,15 @@ class TrajWriter:
         """The step's line in traj.jsonl, after the files it names ((name, bytes) each) are written."""
         for name, data in files:
             self._file(name, data)
-        append_line("traj.jsonl", record, dir_fd=self._folder_fd(), shown=self.dir / "traj.jsonl")
+        line = line_bytes(record)
+        if self._traj is not None and os.fstat(self._traj).st_nlink == 0:
+            # Removed or replaced since (a link planted there, say): opened again, as at the first step.
+            os.close(self._traj)
+            self._traj = None
+        if self._traj is None:
+            self._traj, lead = open_appending("traj.jsonl", dir_fd=self._folder_fd(), shown=self.dir / "traj.jsonl")
+            line = lead + line
+        os.write(self._traj, line)
 
     def takeover(self) -> str | None:
         """A person's wish for this attempt (takeover.py), None when nobody takes it over."""
@@ -185,9 +194,10 @@ class TrajWriter:
         takeover.set_held(self.dir, on, dir_fd=self._folder_fd())
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._traj, self._fd):
+            if fd is not None:
+                os.close(fd)
+        self._traj = self._fd = None
 
     def __enter__(self) -> "TrajWriter":
         return self
