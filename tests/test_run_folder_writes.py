@@ -194,6 +194,24 @@ def test_a_trajectory_writer_refuses_a_link_planted_in_its_folder(tmp_path, outs
     assert snapshot(outside) == before
 
 
+def test_a_trajectory_writers_lines_never_follow_its_traj_jsonl_moved_out_of_the_folder(tmp_path, outside):
+    """traj.jsonl stays open from an attempt's first step on: moved out of the run (or replaced) after
+    a step, the next line goes to a new traj.jsonl in the folder, never to the file where it went."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with _writer(run) as traj:
+        traj.step({"step": 0})
+        folder = run / "trajectories" / "t" / "0_0"
+        os.rename(folder / "traj.jsonl", outside / "moved.jsonl")
+        traj.step({"step": 1})
+        (folder / "traj.jsonl").unlink()
+        (folder / "traj.jsonl").write_text('{"step": "planted"}')  # a regular file put there, no newline
+        traj.step({"step": 2})
+        traj.step({"step": 3})
+    assert (outside / "moved.jsonl").read_text() == '{"step":0}\n'
+    assert (folder / "traj.jsonl").read_text() == '{"step": "planted"}\n{"step":2}\n{"step":3}\n'
+
+
 def test_a_trajectory_writer_stays_in_its_folder_when_a_folder_above_is_swapped_for_a_link(tmp_path, outside):
     """The attempt's folder was checked as it was made; the writes go relative to it, so a
     `trajectories/` swapped for a link mid-attempt leads nothing out."""

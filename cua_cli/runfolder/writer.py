@@ -21,6 +21,7 @@ from .queue import DirQueue, check_writable_queue
 from .records import ENV_SERVER_LOG, FORMAT_VERSION, LOCAL_SERVER, METRICS, UNSUPPORTED
 
 TRAJECTORIES = "trajectories"
+TRAJ = "traj.jsonl"  # an attempt's steps, a line each, in its folder
 QUEUE = "queue"
 # The files a rollout writes in the run folder itself (the queue's and the trajectories' are below).
 RUN_FILES = ("run.json", "scheduled.jsonl", "episodes.jsonl", LEASES, METRICS, UNSUPPORTED, LOCAL_SERVER,
@@ -108,6 +109,10 @@ def a11y_tree_name(step: int) -> str:
     return f"step_{step:04d}_a11y.xml"
 
 
+def _file_id(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
 class TrajWriter:
     """Writes one attempt's steps: traj.jsonl plus the screenshots (and accessibility trees) as received.
 
@@ -125,6 +130,7 @@ class TrajWriter:
         self.run_path = Path(run_path)
         self._fd: int | None = None  # the attempt's folder, open once it is made
         self._traj: int | None = None  # its traj.jsonl, open from the first step on: a step's line is one write
+        self._traj_id = (0, 0)
 
     def lease(self, rec: dict) -> None:
         """An env this attempt took (named with the attempt's folder, so the run can give back what a
@@ -176,14 +182,23 @@ class TrajWriter:
         for name, data in files:
             self._file(name, data)
         line = line_bytes(record)
-        if self._traj is not None and os.fstat(self._traj).st_nlink == 0:
-            # Removed or replaced since (a link planted there, say): opened again, as at the first step.
+        if self._traj is not None and not self._still_traj():
+            # Removed, moved or replaced since (a link planted there, say): opened again, as at first,
+            # so no line follows the file out of the folder.
             os.close(self._traj)
             self._traj = None
         if self._traj is None:
-            self._traj, lead = open_appending("traj.jsonl", dir_fd=self._folder_fd(), shown=self.dir / "traj.jsonl")
+            self._traj, lead = open_appending(TRAJ, dir_fd=self._folder_fd(), shown=self.dir / TRAJ)
+            self._traj_id = _file_id(os.fstat(self._traj))
             line = lead + line
         os.write(self._traj, line)
+
+    def _still_traj(self) -> bool:
+        """Whether traj.jsonl is still the file open (held open, its inode number cannot be reused)."""
+        try:
+            return _file_id(os.stat(TRAJ, dir_fd=self._fd, follow_symlinks=False)) == self._traj_id
+        except OSError:
+            return False
 
     def takeover(self) -> str | None:
         """A person's wish for this attempt (takeover.py), None when nobody takes it over."""
