@@ -99,11 +99,13 @@ class Runner:
         finally:
             self.dispatching = False
             self.ended.set()
-            await filer  # every ended attempt's pair is filed before the runner goes
-            for h in helpers:
-                h.cancel()
-            self.writes.close()
-            self.queue_thread.close()
+            try:
+                await filer  # every ended attempt's pair is filed before the runner goes
+            finally:
+                for h in helpers:
+                    h.cancel()
+                self.writes.close()
+                self.queue_thread.close()
 
     async def _queue(self, fn, *args):
         return await self.queue_thread.run(fn, *args)
