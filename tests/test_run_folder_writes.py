@@ -17,8 +17,10 @@ import ctypes
 import json
 import mmap
 import os
+import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers.agentgym_standins import AgentGymStandIn
@@ -28,6 +30,7 @@ from helpers.hostile import SECRET, make_run
 from cua_cli.errors import InputError, UnreadableRun, UnwritableRun
 from cua_cli.models import Image
 from cua_cli.rollout import check_tasks
+from cua_cli.rollout import writes as writes_module
 from cua_cli.rollout.envserver_process import EnvServerProcess
 from cua_cli.rollout.monitor import Monitor
 from cua_cli.rollout.writes import Writes
@@ -497,6 +500,52 @@ def test_a_steps_files_leave_the_page_cache_once_on_disk_and_hold_few_descriptor
     files = [folder / f"step_{i:04d}.png" for i in range(len(data))]
     assert [_resident_pages(f) for f in files[:page_cache.LAG]] == [0] * page_cache.LAG
     assert [f.read_bytes() == d for f, d in zip(files, data)] == [True] * len(data)
+
+
+def _play_writes(tmp_path, monkeypatch, durations: list[float]) -> list[bool]:
+    """Steps written through one runner's Writes, each step's writes taking the given seconds on a
+    clock of the test's own; for each, whether it was written on the loop's thread."""
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(writes_module, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    run = tmp_path / "run"
+    run.mkdir()
+    writes, on_loop = Writes(1), []
+
+    async def play():
+        loop_thread = threading.get_ident()
+        with _writer(run) as traj:
+            real_step = traj.step
+
+            def step(record, files):
+                real_step(record, files)
+                on_loop.append(threading.get_ident() == loop_thread)
+                clock.now += durations[record["step"]]
+            traj.step = step
+            attempt = writes.attempt(traj)
+            for i in range(len(durations)):
+                attempt.screenshot(i, b"png%d" % i)
+                await attempt.step({"step": i})
+
+    asyncio.run(play())
+    writes.close()
+    folder = run / "trajectories" / "t" / "0_0"
+    assert [r["step"] for r in read_lines(folder / "traj.jsonl")] == list(range(len(durations)))
+    assert [(folder / f"step_{i:04d}.png").read_bytes() for i in range(len(durations))] == \
+        [b"png%d" % i for i in range(len(durations))]
+    return on_loop
+
+
+def test_a_runner_writes_on_its_loop_until_one_write_stalls_then_in_threads(tmp_path, monkeypatch):
+    fast, stall = writes_module.SLOW_MEAN_S / 2, writes_module.SLOW_WRITE_S * 1.5
+    on_loop = _play_writes(tmp_path, monkeypatch, [fast] * 40 + [stall] + [fast] * 3)
+    assert on_loop == [True] * 41 + [False] * 3  # the stalled write itself was on the loop, none after it
+
+
+def test_a_runner_moves_its_writes_to_threads_once_they_are_slow_on_average(tmp_path, monkeypatch):
+    slow = writes_module.SLOW_MEAN_S * 1.5  # each far from a stall, but the loop would spend its time writing
+    on_loop = _play_writes(tmp_path, monkeypatch, [slow] * 30)
+    moved = on_loop.index(False)
+    assert 2 < moved < 30 and on_loop == [True] * moved + [False] * (30 - moved)
 
 
 def test_a_screenshot_let_go_is_read_back_from_the_attempts_folder_and_checked(tmp_path, outside):

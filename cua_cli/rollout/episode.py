@@ -10,7 +10,7 @@ anything else is a bug in cua, logged with its traceback and recorded as
 observation has its traj.jsonl line, however it ended.
 
 An episode is a coroutine on its runner's event loop: it waits on the env, the
-model and the run folder's writes (which a thread pool does, off the loop).
+model and the run folder's writes (writes.py).
 """
 
 import asyncio

@@ -5,8 +5,9 @@ them: each is a coroutine, and a slot is a number an attempt holds while it
 runs. A dispatcher claims pairs whenever slots are free and starts their
 attempts; an ended attempt gives its slot back at once and a filer files its
 pair. The queue's file work (claims, filing, heartbeats) runs in a thread of
-its own and the attempts' writes in a small pool (writes.py), so no disk wait
-holds the loop. A claim never outlives its attempt's filing.
+its own; the attempts' writes run on the loop while the disk keeps up, in a
+small pool once it does not (writes.py). A claim never outlives its attempt's
+filing.
 docs/design/runner-loop.md tells the whole design.
 """
 
