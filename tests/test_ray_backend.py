@@ -56,6 +56,12 @@ def _run(tmp_path, backend="ray"):
     return run
 
 
+def _done(tmp_path) -> list[str]:
+    """The names in the run's queue/done; none before the run folder and its queue are made."""
+    folders = list(tmp_path.glob("results-ray/*/queue/done"))
+    return [f.name for f in folders[0].iterdir()] if folders else []
+
+
 def _form(run):
     """What a run folder holds, without its values: files by kind, and the keys of every record."""
     lines = read_lines(run / "episodes.jsonl")
@@ -176,15 +182,14 @@ def test_watch_plays_task_files_dropped_in_later(tmp_path, ray_cluster, env_url)
     cfg = _config(tmp_path, ray_cluster, env_url, seeds=2, steps=2)
     p = start_cua("rollout", str(cfg), "--watch", "--set", "runner.poll_s=0.2")
     try:
-        done = lambda: [f.name for f in (_run(tmp_path) / "queue" / "done").iterdir()]  # noqa: E731
-        wait_for(lambda: (tmp_path / "results-ray").exists() and len(done()) == 2, what="the first two pairs")
+        wait_for(lambda: len(_done(tmp_path)) == 2, what="the first two pairs")
         time.sleep(1)
         assert p.poll() is None, "--watch keeps running on an empty queue"
         task = {"task_id": "dropped/../one", "domain": "click-test-2", "config": {"miniwob": "click-test-2", "seed": 9},
                 "evaluator": {"func": "miniwob_reward"}, "sample": 0}
         (_run(tmp_path) / "queue" / "pending" / "dropped.json").write_text(json.dumps(task))
         (_run(tmp_path) / "queue" / "pending" / "bad.json").write_text(json.dumps({"task_id": "bad", "domain": 5}))
-        wait_for(lambda: len(done()) == 3, what="the dropped pair")
+        wait_for(lambda: len(_done(tmp_path)) == 3, what="the dropped pair")
         p.send_signal(signal.SIGINT)
         out, err = finish(p, 120)
     finally:

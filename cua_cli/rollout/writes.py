@@ -8,11 +8,12 @@ runner writes on its loop until one step's writes take longer than
 SLOW_WRITE_S, or their running mean passes SLOW_MEAN_S (a disk that stalls, a
 network file system, ext4 walking freshly deleted inodes): from then on, for
 the rest of the run, a small pool of threads writes while the loop goes on
-with the other episodes. Either way a step's files and line are written together when
-the step ends, and the episode goes on only after them, so its files appear
-in order (a file before the line that names it), and a write refused (a link
-planted in the run) still ends that attempt as `runner_error`. No file is
-fsynced: the run's end checks what it wrote, as it always has.
+with the other episodes. Either way a step's files and line are written
+together when the step ends, and the episode goes on only after them, so its
+files appear in order (a file before the line that names it), and a write
+refused (a link planted in the run) still ends that attempt as
+`runner_error`. No file is fsynced: the run's end checks what it wrote, as
+it always has.
 """
 
 import time
