@@ -14,7 +14,7 @@ import threading
 LAG = 64  # files whose descriptors stay open between the two advices (per process)
 
 _held: collections.deque[int] = collections.deque()
-_lock = threading.Lock()  # the run's write threads share the ring
+_lock = threading.Lock()  # a runner's writers share the ring: its loop, then its write threads
 
 
 def written(fd: int) -> None:
